@@ -1,0 +1,27 @@
+package breaker
+
+import (
+	"unsafe"
+)
+
+// breakerBytes is the memory one breaker holds: the struct, its share of the stripe
+// arena, its bucket ring and its probe slots, rounded up to the allocator's size classes that Go would use for them.
+func breakerBytes(p Policy) int {
+	p = p.WithDefaults()
+	var b Breaker
+	return sizeClass(int(unsafe.Sizeof(b))) +
+		stripeCount*8 + // its column of the shared stripe arena
+		sizeClass(p.Buckets*int(unsafe.Sizeof(bucket{}))) +
+		sizeClass(p.HalfOpenProbes*int(unsafe.Sizeof(lease{})))
+}
+
+// sizeClass rounds n up to Go's small-object size classes (runtime/sizeclasses.go).
+func sizeClass(n int) int {
+	for _, c := range []int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
+		288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048} {
+		if n <= c {
+			return c
+		}
+	}
+	return n
+}

@@ -1,0 +1,82 @@
+package breaker
+
+import "time"
+
+// Snapshot is a consistent view of a breaker for metrics, admin pages and payloads.
+type Snapshot struct {
+	Name          string
+	PolicyVersion string
+	State         State
+	Generation    uint64
+	Window        Counts
+	// OpenedAt is when the breaker last opened; zero if it never did.
+	OpenedAt time.Time
+	// RetryAfter is how long until the next probe may go (see Breaker.RetryAfter).
+	RetryAfter time.Duration
+	// FailedProbes counts consecutive failed probes; it drives cooldown growth.
+	FailedProbes int
+	// ProbesInFlight counts probe leases that have not reported or run out.
+	ProbesInFlight int
+	// ExpiredProbes counts probe leases that ran out over the breaker's life.
+	ExpiredProbes int64
+}
+
+// Snapshot returns the breaker's state and counts now.
+func (b *Breaker) Snapshot() Snapshot { return b.SnapshotAt(b.now()) }
+
+// SnapshotAt is Snapshot with the time given by the caller.
+func (b *Breaker) SnapshotAt(now time.Time) Snapshot {
+	n := b.toNanos(now)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sg := b.stateGen.Load()
+	s := Snapshot{
+		Name:          b.name,
+		PolicyVersion: b.policy.Version,
+		State:         State(sg & stateMask),
+		Generation:    sg >> genShift,
+		Window:        b.win.counts(b.stripes),
+		RetryAfter:    b.retryAfter(n),
+		FailedProbes:  b.failedProbes,
+		ExpiredProbes: b.expired,
+	}
+	if b.openedAt != 0 {
+		s.OpenedAt = b.toTime(b.openedAt)
+	}
+	for _, l := range b.leases {
+		if l.token != 0 {
+			s.ProbesInFlight++
+		}
+	}
+	return s
+}
+
+// RetryAfter is how long until the breaker lets the next call through: the rest of the
+// cooldown when open, the time until a probe slot frees when half-open and full, zero
+// when closed. It is zero for a forced-open breaker too, whose end nobody knows; check
+// the state. Payloads turn it into retry_after_seconds.
+func (b *Breaker) RetryAfter() time.Duration { return b.RetryAfterAt(b.now()) }
+
+// RetryAfterAt is RetryAfter with the time given by the caller.
+func (b *Breaker) RetryAfterAt(now time.Time) time.Duration {
+	return b.retryAfter(b.toNanos(now))
+}
+
+func (b *Breaker) retryAfter(now int64) time.Duration {
+	var until int64
+	switch b.State() {
+	case Open:
+		until = b.reopenAt.Load()
+	case HalfOpen:
+		until = b.probeBusy.Load()
+	default:
+		return 0
+	}
+	return time.Duration(max(0, until-now))
+}
+
+// RetryAfterSeconds is RetryAfter rounded up to whole seconds, as payloads carry it.
+func (b *Breaker) RetryAfterSeconds() int64 {
+	d := b.RetryAfter()
+	return int64((d + time.Second - 1) / time.Second)
+}

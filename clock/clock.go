@@ -1,0 +1,23 @@
+package clock
+
+import "time"
+
+// Clock tells the time. Implementations must be safe for concurrent use.
+type Clock interface {
+	Now() time.Time
+}
+
+// System returns the precise system clock (time.Now).
+func System() Clock { return systemClock{} }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// OrSystem returns c, or the system clock when c is nil.
+func OrSystem(c Clock) Clock {
+	if c == nil {
+		return System()
+	}
+	return c
+}
