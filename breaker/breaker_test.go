@@ -165,6 +165,8 @@ func TestHalfOpenProbeDecides(t *testing.T) {
 				require.Equal(t, tt.reason, reasons[len(reasons)-1])
 			}
 			if tt.verdict == Ignore {
+				// Regression: with a free slot, RetryAfter once overflowed to 292 years.
+				require.Zero(t, b.RetryAfter())
 				next, err := b.Allow()
 				require.NoError(t, err, "an ignored probe lets the next caller probe")
 				require.True(t, next.IsProbe())

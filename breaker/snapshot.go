@@ -72,7 +72,10 @@ func (b *Breaker) retryAfter(now int64) time.Duration {
 	default:
 		return 0
 	}
-	return time.Duration(max(0, until-now))
+	if until <= now { // also keeps the "no probe busy" sentinel (MinInt64) from overflowing
+		return 0
+	}
+	return time.Duration(until - now)
 }
 
 // RetryAfterSeconds is RetryAfter rounded up to whole seconds, as payloads carry it.

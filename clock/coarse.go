@@ -14,68 +14,87 @@ const coarseIdleTicks = 1000
 // base anchors coarse readings: they are monotonic nanoseconds since base.
 var base = time.Now()
 
-// The coarse clock's state. cached and used are read on every call and written about
-// once per tick, so readers on different cores share the cache line without bouncing it.
-var (
-	cached  atomic.Int64 // nanoseconds since base, refreshed by the ticker
+// coarse is a cached monotonic clock kept fresh by a ticker goroutine that runs only
+// while someone reads it. cached and used are read on every call and written about once
+// per tick, so readers on different cores share their cache line without bouncing it.
+type coarse struct {
+	cached  atomic.Int64 // nanoseconds since base
 	used    atomic.Bool  // set by readers, cleared by the ticker each tick
 	running atomic.Bool  // the ticker goroutine is alive
-)
+	start   func(*coarse)
+
+	// beforeStop, when set by a test, runs where a reader can race the ticker's shutdown.
+	beforeStop func()
+}
+
+var system = &coarse{start: func(c *coarse) {
+	t := time.NewTicker(CoarseResolution)
+	go func() {
+		defer t.Stop()
+		c.tick(t.C, coarseIdleTicks)
+	}()
+}}
 
 // CoarseBase is the instant coarse readings count from.
 func CoarseBase() time.Time { return base }
 
 // CoarseNanos returns the monotonic nanoseconds since [CoarseBase], at most about
-// [CoarseResolution] old. It is safe for concurrent use and allocates nothing.
-func CoarseNanos() int64 {
-	if used.Load() {
-		return cached.Load()
+// [CoarseResolution] old while the process has CPU to run the ticker (a saturated
+// process may run it a scheduler slice late). It is safe for concurrent use and
+// allocates nothing.
+func CoarseNanos() int64 { return system.nanos() }
+
+func (c *coarse) nanos() int64 {
+	if c.used.Load() {
+		return c.cached.Load()
 	}
-	return wake()
+	return c.wake()
 }
 
-// wake runs on the first read after a tick (or after the ticker stopped): it publishes
-// a precise reading, marks the clock used and makes sure the ticker runs.
-func wake() int64 {
-	n := int64(time.Since(base))
-	storeLater(n)
-	used.Store(true)
-	// Dekker-style pairing with the ticker's shutdown: the ticker clears running and
-	// then checks used; we set used and then check running. One of the two sees the other.
-	if !running.Load() && running.CompareAndSwap(false, true) {
-		go tick()
+// wake runs on the first read after a tick, or after the ticker stopped: it publishes a
+// precise reading, marks the clock used and makes sure the ticker runs.
+func (c *coarse) wake() int64 {
+	c.storeLater(int64(time.Since(base)))
+	c.used.Store(true)
+	// Pairs with the ticker's shutdown: the ticker clears running and then checks used;
+	// we set used and then check running. One of the two sees the other's write.
+	if !c.running.Load() && c.running.CompareAndSwap(false, true) {
+		c.start(c)
 	}
-	return cached.Load()
+	return c.cached.Load()
 }
 
-// storeLater publishes n unless a later reading is already there, so coarse time
-// never runs backwards.
-func storeLater(n int64) {
+// storeLater publishes n unless a later reading is already there, so coarse time never
+// runs backwards.
+func (c *coarse) storeLater(n int64) {
 	for {
-		old := cached.Load()
-		if n <= old || cached.CompareAndSwap(old, n) {
+		old := c.cached.Load()
+		if n <= old || c.cached.CompareAndSwap(old, n) {
 			return
 		}
 	}
 }
 
-func tick() {
-	t := time.NewTicker(CoarseResolution)
-	defer t.Stop()
+// tick refreshes the clock on every tick and returns after idleLimit ticks without a
+// reader.
+func (c *coarse) tick(ticks <-chan time.Time, idleLimit int) {
 	idle := 0
-	for range t.C {
-		storeLater(int64(time.Since(base)))
-		if used.Swap(false) {
+	for range ticks {
+		c.storeLater(int64(time.Since(base)))
+		if c.used.Swap(false) {
 			idle = 0
 			continue
 		}
-		if idle++; idle < coarseIdleTicks {
+		if idle++; idle < idleLimit {
 			continue
 		}
-		running.Store(false)
-		// A reader may have marked the clock used between the Swap above and the Store:
-		// it may also have seen running still true and not started a ticker. Keep going.
-		if used.Load() && running.CompareAndSwap(false, true) {
+		if c.beforeStop != nil {
+			c.beforeStop()
+		}
+		c.running.Store(false)
+		// A reader may have marked the clock used between the Swap above and the Store,
+		// and seen running still true, so it started no ticker: keep going for it.
+		if c.used.Load() && c.running.CompareAndSwap(false, true) {
 			idle = 0
 			continue
 		}

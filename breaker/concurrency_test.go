@@ -1,0 +1,174 @@
+package breaker
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/stretchr/testify/require"
+)
+
+// TestHalfOpenAdmitsExactlyOneProbe races 1,000 goroutines at a half-open breaker,
+// 1,000 times over, and requires exactly one probe each time.
+func TestHalfOpenAdmitsExactlyOneProbe(t *testing.T) {
+	const goroutines, rounds = 1000, 1000
+	b, fc, _ := newTest(t, Policy{MinimumCalls: 1})
+	call(t, b, Failure)
+
+	var (
+		admitted atomic.Int64
+		probe    Permit
+		probeMu  sync.Mutex
+		ready    = make([]sync.WaitGroup, rounds) // everyone is at the gate
+		done     = make([]sync.WaitGroup, rounds) // everyone has asked
+		start    = make([]chan struct{}, rounds)
+	)
+	for r := range rounds {
+		ready[r].Add(goroutines)
+		done[r].Add(goroutines)
+		start[r] = make(chan struct{})
+	}
+	for range goroutines {
+		go func() {
+			for r := range rounds {
+				ready[r].Done()
+				<-start[r]
+				if p, err := b.Allow(); err == nil {
+					admitted.Add(1)
+					probeMu.Lock()
+					probe = p
+					probeMu.Unlock()
+				}
+				done[r].Done()
+			}
+		}()
+	}
+	for r := range rounds {
+		ready[r].Wait()
+		fc.Advance(b.RetryAfter()) // the cooldown is over: every goroutine races for the probe
+		admitted.Store(0)
+		close(start[r])
+		done[r].Wait()
+		require.EqualValues(t, 1, admitted.Load(), "round %d", r)
+		require.True(t, probe.IsProbe())
+		if r%10 == 9 {
+			probe.Success() // close, then trip again
+			require.Equal(t, Closed, b.State())
+			call(t, b, Failure)
+		} else {
+			probe.Failure()
+		}
+		require.Equal(t, Open, b.State())
+	}
+}
+
+// TestNoLostSuccesses counts successes from many goroutines while the clock moves the
+// window's buckets under them: every success must be in the window exactly once.
+func TestNoLostSuccesses(t *testing.T) {
+	t.Parallel()
+	const goroutines, perGoroutine = 16, 2000
+	fc := clock.NewFake(time.Time{})
+	b := MustNew(Config{Name: "count", Clock: fc, Policy: Policy{Window: time.Hour, Buckets: 60}})
+	stop := make(chan struct{})
+	var ticker sync.WaitGroup
+	ticker.Add(1)
+	go func() {
+		defer ticker.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if i < 40 {
+				fc.Advance(time.Minute) // 40 rotations, all inside the hour
+			}
+			_ = b.Snapshot()
+		}
+	}()
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range perGoroutine {
+				p, err := b.Allow()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				p.Success()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	ticker.Wait()
+	require.Equal(t, Counts{Calls: goroutines * perGoroutine}, b.Snapshot().Window)
+}
+
+// TestConcurrentChaos mixes every operation from many goroutines. It checks the
+// invariants that must hold whatever the interleaving, and it is the -race detector's
+// main feed.
+func TestConcurrentChaos(t *testing.T) {
+	t.Parallel()
+	fc := clock.NewFake(time.Time{})
+	var maxInFlight atomic.Int64
+	b := MustNew(Config{Name: "chaos", Clock: fc, Policy: Policy{
+		MinimumCalls: 5, HalfOpenProbes: 2, Cooldown: time.Second, ProbeLease: 2 * time.Second,
+		SlowCallThreshold: 500 * time.Millisecond, CooldownMultiplier: 2, MaxCooldown: 8 * time.Second,
+	}, OnStateChange: []func(Event){func(e Event) {
+		if e.From == e.To && e.Cause != CauseRetryAfter && e.Cause != CauseOperator {
+			t.Errorf("self-transition not caused by a retry-after or an operator: %+v", e)
+		}
+	}}})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 42))
+			for range 3000 {
+				p, err := b.Allow()
+				if err != nil {
+					require.ErrorIs(t, err, ErrOpen)
+					continue
+				}
+				if s := b.Snapshot(); int64(s.ProbesInFlight) > maxInFlight.Load() {
+					maxInFlight.Store(int64(s.ProbesInFlight))
+				}
+				switch r.IntN(10) {
+				case 0, 1, 2:
+					p.Report(Report{Verdict: Failure, RetryAfter: time.Duration(r.IntN(3)) * time.Second})
+				case 3:
+					p.Ignore()
+				case 4:
+					// never reports
+				default:
+					p.Success()
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		r := rand.New(rand.NewPCG(7, 7))
+		for range 2000 {
+			fc.Advance(time.Duration(r.IntN(400)) * time.Millisecond)
+			switch r.IntN(200) {
+			case 0:
+				b.ForceOpen("chaos")
+			case 1:
+				b.ForceClosed("chaos")
+			case 2:
+				b.Reset("chaos")
+			}
+		}
+	})
+	wg.Wait()
+	require.LessOrEqual(t, maxInFlight.Load(), int64(2), "never more probes in flight than HalfOpenProbes")
+	s := b.Snapshot()
+	require.GreaterOrEqual(t, s.Window.Calls, s.Window.Failures)
+	require.GreaterOrEqual(t, s.Window.Failures, int64(0))
+	b.Reset("end")
+	call(t, b, Success)
+	require.Equal(t, Counts{Calls: 1}, b.Snapshot().Window)
+}
