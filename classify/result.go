@@ -1,0 +1,231 @@
+package classify
+
+import (
+	"strings"
+	"time"
+)
+
+// PayloadPrefix starts the "response_type" of every result map this
+// library returns in place of a real tool result (for example when a
+// breaker is open). [ToolResult] recognises such maps so that a short-circuit
+// is never recorded as a call to the dependency.
+const PayloadPrefix = "agentbreaker."
+
+// ToolResult classifies the result map of a tool call that returned no Go
+// error. Many tools report failure in-band instead, and adk-go hands the
+// map to the after-tool callback either way.
+//
+// A map reports a failure when any of these holds:
+//   - "status" is the string "error" (any case);
+//   - "isError" or "is_error" is true (the MCP convention);
+//   - "status_code", "statusCode" or "http_status" is a number >= 400;
+//   - "error" is non-empty and "status" is not a success word
+//     ("success", "succeeded", "ok", "completed", "done").
+//
+// A failure is then refined, looking in the map and in an "error" object
+// nested in it: first by a numeric HTTP status ("status_code", "statusCode",
+// "http_status", "status" or "code"), using the [HTTPStatus] rules; then by
+// a word in "error_class", "error_type", "reason", "code", "status" or the
+// "error" string itself, such as NOT_FOUND, invalid_argument, timeout,
+// UNAVAILABLE, rate_limited, permission_denied or no_results. Without
+// either it is [ClassToolError]: Failed and counted, since the tool says it
+// did not work. "retry_after_seconds" or "retry_after" (seconds), or a
+// RetryInfo entry in a nested "details" list, set RetryAfter.
+//
+// A map whose "response_type" starts with [PayloadPrefix] is this library's
+// own short-circuit payload: FailedBeforeSend and Neutral, with the class
+// named by its "error_class" field, or [ClassBreakerOpen] if that is not a
+// known class.
+//
+// Anything else, including nil, empty maps and empty result lists, is a
+// success. ToolResult never panics, whatever the map holds.
+func ToolResult(result map[string]any) Classification {
+	if len(result) == 0 {
+		return ForClass(ClassNone)
+	}
+	if rt, _ := result["response_type"].(string); strings.HasPrefix(rt, PayloadPrefix) {
+		return ownPayload(result)
+	}
+	if !reportsFailure(result) {
+		return ForClass(ClassNone)
+	}
+	sources := []map[string]any{result}
+	if nested, ok := result["error"].(map[string]any); ok {
+		sources = append(sources, nested)
+	}
+	c, ok := failureFromCode(sources)
+	if !ok {
+		c, ok = failureFromWords(sources)
+	}
+	if !ok {
+		c = ForClass(ClassToolError)
+	}
+	if d, ok := inBandRetryAfter(sources); ok {
+		c.RetryAfter = d
+	}
+	return c
+}
+
+// ownPayload classifies one of this library's short-circuit payloads.
+func ownPayload(result map[string]any) Classification {
+	class, _ := result["error_class"].(string)
+	c := Classification{Outcome: FailedBeforeSend, Class: rejectionClass(class), Verdict: Neutral}
+	if d, ok := inBandRetryAfter([]map[string]any{result}); ok {
+		c.RetryAfter = d
+	}
+	return c
+}
+
+// successStatuses are "status" values that override an "error" field:
+// a tool may report a harmless warning there alongside a good result.
+var successStatuses = map[string]bool{
+	"success": true, "succeeded": true, "ok": true, "completed": true, "done": true,
+}
+
+func reportsFailure(m map[string]any) bool {
+	status, _ := m["status"].(string)
+	status = strings.ToLower(strings.TrimSpace(status))
+	if status == "error" {
+		return true
+	}
+	for _, k := range []string{"isError", "is_error"} {
+		if b, _ := m[k].(bool); b {
+			return true
+		}
+	}
+	for _, k := range []string{"status_code", "statusCode", "http_status"} {
+		if n, ok := asInt(m[k]); ok && n >= 400 {
+			return true
+		}
+	}
+	return nonEmpty(m["error"]) && !successStatuses[status]
+}
+
+// codeKeys hold numeric HTTP statuses, most explicit first.
+var codeKeys = []string{"status_code", "statusCode", "http_status", "status", "code"}
+
+// failureFromCode applies the HTTP rules to the first failing HTTP status
+// found. Numbers that are not 4xx/5xx (gRPC codes, vendor error numbers,
+// a stray 200) are skipped rather than trusted.
+func failureFromCode(sources []map[string]any) (Classification, bool) {
+	for _, m := range sources {
+		for _, k := range codeKeys {
+			if s, isString := m[k].(string); isString && !allDigits(strings.TrimSpace(s)) {
+				continue // words such as "NOT_FOUND" are handled by failureFromWords
+			}
+			n, ok := asInt(m[k])
+			if ok && n >= 400 && n < 600 {
+				return HTTPStatus(int(n), nil, time.Time{}), true
+			}
+		}
+	}
+	return Classification{}, false
+}
+
+// wordKeys hold machine-readable failure names.
+var wordKeys = []string{"error_class", "error_type", "reason", "code", "status", "error"}
+
+// failureWords maps normalised failure names, in the spellings tools and
+// Google APIs commonly use, to classes. Names of the Class constants are
+// accepted as well.
+var failureWords = map[string]Classification{
+	"not_found": ForClass(ClassNotFound),
+	"notfound":  ForClass(ClassNotFound),
+
+	"validation":          ForClass(ClassValidation),
+	"validation_error":    ForClass(ClassValidation),
+	"validation_failed":   ForClass(ClassValidation),
+	"invalid_argument":    ForClass(ClassValidation),
+	"invalid_arguments":   ForClass(ClassValidation),
+	"invalid_input":       ForClass(ClassValidation),
+	"invalid_params":      ForClass(ClassValidation),
+	"invalid_request":     ForClass(ClassValidation),
+	"bad_request":         ForClass(ClassValidation),
+	"failed_precondition": ForClass(ClassValidation),
+	"out_of_range":        ForClass(ClassValidation),
+
+	"timeout":           ForClass(ClassTimeout),
+	"timed_out":         ForClass(ClassTimeout),
+	"deadline_exceeded": ForClass(ClassTimeout),
+	"gateway_timeout":   ForClass(ClassTimeout),
+
+	"unavailable":           of(ClassHTTP5xx, Failed),
+	"service_unavailable":   of(ClassHTTP5xx, Failed),
+	"internal":              ForClass(ClassHTTP5xx),
+	"internal_error":        ForClass(ClassHTTP5xx),
+	"server_error":          ForClass(ClassHTTP5xx),
+	"internal_server_error": ForClass(ClassHTTP5xx),
+	"bad_gateway":           ForClass(ClassHTTP5xx),
+
+	"rate_limited":        ForClass(ClassHTTP429),
+	"rate_limit":          ForClass(ClassHTTP429),
+	"rate_limit_exceeded": ForClass(ClassHTTP429),
+	"resource_exhausted":  ForClass(ClassHTTP429),
+	"too_many_requests":   ForClass(ClassHTTP429),
+	"quota_exceeded":      ForClass(ClassHTTP429),
+	"throttled":           ForClass(ClassHTTP429),
+
+	"unauthorized":      ForClass(ClassAuth),
+	"unauthenticated":   ForClass(ClassAuth),
+	"forbidden":         ForClass(ClassAuth),
+	"permission_denied": ForClass(ClassAuth),
+	"access_denied":     ForClass(ClassAuth),
+
+	"no_results":          ForClass(ClassEmptyResult),
+	"no_result":           ForClass(ClassEmptyResult),
+	"empty":               ForClass(ClassEmptyResult),
+	"no_matching_records": ForClass(ClassEmptyResult),
+	"no_matches":          ForClass(ClassEmptyResult),
+	"no_data":             ForClass(ClassEmptyResult),
+
+	"safety":             ForClass(ClassSafetyBlock),
+	"blocked":            ForClass(ClassSafetyBlock),
+	"content_filtered":   ForClass(ClassSafetyBlock),
+	"prohibited_content": ForClass(ClassSafetyBlock),
+}
+
+// wordReplacer folds the separators tools use into underscores, so
+// "Not Found", "not-found" and "NOT_FOUND" all match.
+var wordReplacer = strings.NewReplacer("-", "_", " ", "_", ".", "_")
+
+func failureFromWords(sources []map[string]any) (Classification, bool) {
+	for _, m := range sources {
+		for _, k := range wordKeys {
+			s, ok := m[k].(string)
+			if !ok || len(s) > 64 {
+				continue // free text, not a name
+			}
+			w := wordReplacer.Replace(strings.ToLower(strings.TrimSpace(s)))
+			if c, ok := failureWords[w]; ok {
+				return c, true
+			}
+			if cls := Class(w); cls.Known() && cls != ClassNone && cls != ClassUnclassified {
+				return ForClass(cls), true
+			}
+		}
+	}
+	return Classification{}, false
+}
+
+// inBandRetryAfter reads a delay the tool passed on from its dependency.
+func inBandRetryAfter(sources []map[string]any) (time.Duration, bool) {
+	for _, m := range sources {
+		for _, k := range []string{"retry_after_seconds", "retry_after", "retryAfter"} {
+			if d, ok := asSeconds(m[k]); ok {
+				return d, true
+			}
+		}
+		if list, ok := m["details"].([]any); ok {
+			details := make([]map[string]any, 0, len(list))
+			for _, v := range list {
+				if d, ok := v.(map[string]any); ok {
+					details = append(details, d)
+				}
+			}
+			if d, ok := RetryInfoDelay(details); ok {
+				return d, true
+			}
+		}
+	}
+	return 0, false
+}
