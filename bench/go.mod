@@ -8,6 +8,9 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0
 )
 
-require github.com/bits-and-blooms/bitset v1.24.4 // indirect
+require (
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)
 
 replace github.com/agentbreaker/agentbreaker => ../

@@ -1,0 +1,193 @@
+package dependencymap
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// File is the on-disk form of a Config, in YAML or JSON with the same field names.
+// Durations are Go duration strings ("30s", "5m"). Unknown fields are errors, so a typo
+// never silently falls back to a default.
+type File struct {
+	PolicyVersion   string                    `json:"policy_version" yaml:"policy_version"`
+	Default         FilePolicy                `json:"default" yaml:"default"`
+	ModelDefault    FilePolicy                `json:"model_default" yaml:"model_default"`
+	Unannotated     string                    `json:"unannotated" yaml:"unannotated"`
+	UnannotatedKey  string                    `json:"unannotated_key" yaml:"unannotated_key"`
+	ExemptTools     []string                  `json:"exempt_tools" yaml:"exempt_tools"`
+	MaxDependencies int                       `json:"max_dependencies" yaml:"max_dependencies"`
+	Dependencies    map[string]FileDependency `json:"dependencies" yaml:"dependencies"`
+	Models          []FileModel               `json:"models" yaml:"models"`
+}
+
+// FileDependency is Dependency on disk.
+type FileDependency struct {
+	Tools  []string   `json:"tools" yaml:"tools"`
+	Hosts  []string   `json:"hosts" yaml:"hosts"`
+	Policy FilePolicy `json:"policy" yaml:"policy"`
+}
+
+// FileModel is ModelEndpoint on disk.
+type FileModel struct {
+	Model  string     `json:"model" yaml:"model"`
+	Region string     `json:"region" yaml:"region"`
+	Policy FilePolicy `json:"policy" yaml:"policy"`
+}
+
+// FilePolicy is breaker.Policy on disk. Absent fields inherit.
+type FilePolicy struct {
+	FailureRateThreshold  float64 `json:"failure_rate_threshold" yaml:"failure_rate_threshold"`
+	MinimumCalls          int     `json:"minimum_calls" yaml:"minimum_calls"`
+	Window                string  `json:"window" yaml:"window"`
+	Buckets               int     `json:"buckets" yaml:"buckets"`
+	SlowCallThreshold     string  `json:"slow_call_threshold" yaml:"slow_call_threshold"`
+	SlowCallRateThreshold float64 `json:"slow_call_rate_threshold" yaml:"slow_call_rate_threshold"`
+	Cooldown              string  `json:"cooldown" yaml:"cooldown"`
+	CooldownMultiplier    float64 `json:"cooldown_multiplier" yaml:"cooldown_multiplier"`
+	MaxCooldown           string  `json:"max_cooldown" yaml:"max_cooldown"`
+	Jitter                float64 `json:"jitter" yaml:"jitter"`
+	HalfOpenProbes        int     `json:"half_open_probes" yaml:"half_open_probes"`
+	ProbeLease            string  `json:"probe_lease" yaml:"probe_lease"`
+	MaxRetryAfter         string  `json:"max_retry_after" yaml:"max_retry_after"`
+	Version               string  `json:"version" yaml:"version"`
+}
+
+// Load reads a configuration file, YAML (.yaml, .yml) or JSON (.json), and checks it
+// completely: the Config it returns builds a Map without error.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("dependencymap: %w", err)
+	}
+	var cfg Config
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".yaml", ".yml":
+		cfg, err = ParseYAML(data)
+	case ".json":
+		cfg, err = ParseJSON(data)
+	default:
+		return Config{}, fmt.Errorf("dependencymap: %s: extension %q: want .yaml, .yml or .json", path, ext)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return cfg, nil
+}
+
+// ParseYAML parses and checks a YAML configuration.
+func ParseYAML(data []byte) (Config, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var f File
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("dependencymap: yaml: %w", err)
+	}
+	return f.Config()
+}
+
+// ParseJSON parses and checks a JSON configuration.
+func ParseJSON(data []byte) (Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return Config{}, fmt.Errorf("dependencymap: json: %w", err)
+	}
+	return f.Config()
+}
+
+// Config converts and checks the file's contents.
+func (f File) Config() (Config, error) {
+	cfg := Config{
+		PolicyVersion:   f.PolicyVersion,
+		UnannotatedKey:  f.UnannotatedKey,
+		ExemptTools:     f.ExemptTools,
+		MaxDependencies: f.MaxDependencies,
+	}
+	switch f.Unannotated {
+	case "", "own_key":
+		cfg.Unannotated = OwnKey
+	case "shared":
+		cfg.Unannotated = SharedKey
+	case "exempt":
+		cfg.Unannotated = Exempt
+	default:
+		return Config{}, fmt.Errorf("dependencymap: unannotated = %q: want own_key, shared or exempt", f.Unannotated)
+	}
+	var err error
+	if cfg.Default, err = f.Default.policy("default"); err != nil {
+		return Config{}, err
+	}
+	if cfg.ModelDefault, err = f.ModelDefault.policy("model_default"); err != nil {
+		return Config{}, err
+	}
+	if len(f.Dependencies) > 0 {
+		cfg.Dependencies = make(map[string]Dependency, len(f.Dependencies))
+	}
+	for key, d := range f.Dependencies {
+		p, err := d.Policy.policy(fmt.Sprintf("dependencies.%s.policy", key))
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Dependencies[key] = Dependency{Tools: d.Tools, Hosts: d.Hosts, Policy: p}
+	}
+	for i, m := range f.Models {
+		p, err := m.Policy.policy(fmt.Sprintf("models[%d] (%s).policy", i, ModelKey(m.Model, m.Region)))
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Models = append(cfg.Models, ModelEndpoint{Model: m.Model, Region: m.Region, Policy: p})
+	}
+	// Build once so that every policy and name is checked now, with the file's names in
+	// the errors, rather than when the agent starts serving.
+	if _, err := New(cfg); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func (fp FilePolicy) policy(where string) (breaker.Policy, error) {
+	p := breaker.Policy{
+		FailureRateThreshold:  fp.FailureRateThreshold,
+		MinimumCalls:          fp.MinimumCalls,
+		Buckets:               fp.Buckets,
+		SlowCallRateThreshold: fp.SlowCallRateThreshold,
+		CooldownMultiplier:    fp.CooldownMultiplier,
+		Jitter:                fp.Jitter,
+		HalfOpenProbes:        fp.HalfOpenProbes,
+		Version:               fp.Version,
+	}
+	durations := []struct {
+		name string
+		in   string
+		out  *time.Duration
+	}{
+		{"window", fp.Window, &p.Window},
+		{"slow_call_threshold", fp.SlowCallThreshold, &p.SlowCallThreshold},
+		{"cooldown", fp.Cooldown, &p.Cooldown},
+		{"max_cooldown", fp.MaxCooldown, &p.MaxCooldown},
+		{"probe_lease", fp.ProbeLease, &p.ProbeLease},
+		{"max_retry_after", fp.MaxRetryAfter, &p.MaxRetryAfter},
+	}
+	for _, d := range durations {
+		if d.in == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.in)
+		if err != nil || v <= 0 {
+			return breaker.Policy{}, fmt.Errorf("dependencymap: %s.%s = %q: want a positive duration such as \"30s\"", where, d.name, d.in)
+		}
+		*d.out = v
+	}
+	return p, nil
+}

@@ -1,0 +1,322 @@
+package dependencymap
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+)
+
+// ErrTooManyDependencies is returned when creating a breaker on demand would pass
+// Config.MaxDependencies.
+var ErrTooManyDependencies = errors.New("dependencymap: too many dependencies")
+
+// Map holds the breakers of an agent's dependencies. It is safe for concurrent use;
+// lookups take no lock and allocate nothing once a key exists.
+type Map struct {
+	cfg      Config
+	snap     atomic.Pointer[snapshot]
+	mu       sync.Mutex // serialises copy-on-write updates of snap
+	onDemand int        // breakers created on demand, guarded by mu
+}
+
+// snapshot is immutable once published.
+type snapshot struct {
+	tools  map[string]*breaker.Breaker // tool name -> breaker; nil value = exempt
+	hosts  map[string]*breaker.Breaker
+	keys   map[string]*breaker.Breaker // dependency key -> breaker
+	models map[string]*breaker.Breaker // ModelKey -> breaker
+	toolOf map[string]string           // tool name -> dependency key
+}
+
+// New builds the map and every breaker its configuration names. It returns an error
+// naming the field, the dependency and the value of the first problem it finds.
+func New(cfg Config) (*Map, error) {
+	if cfg.MaxDependencies == 0 {
+		cfg.MaxDependencies = 1000
+	}
+	if cfg.MaxDependencies < 0 {
+		return nil, fmt.Errorf("dependencymap: MaxDependencies = %d: must be positive", cfg.MaxDependencies)
+	}
+	switch cfg.Unannotated {
+	case OwnKey, Exempt:
+	case SharedKey:
+		if cfg.UnannotatedKey == "" {
+			return nil, errors.New(`dependencymap: UnannotatedKey = "": required when Unannotated is shared`)
+		}
+	default:
+		return nil, fmt.Errorf("dependencymap: Unannotated = %d: must be own_key, shared or exempt", cfg.Unannotated)
+	}
+	if err := checkPolicy("default policy", merge(breaker.Policy{}, cfg.Default)); err != nil {
+		return nil, err
+	}
+	if err := checkPolicy("model default policy", merge(DefaultModelPolicy, cfg.ModelDefault)); err != nil {
+		return nil, err
+	}
+	m := &Map{cfg: cfg}
+	s := &snapshot{
+		tools:  map[string]*breaker.Breaker{},
+		hosts:  map[string]*breaker.Breaker{},
+		keys:   map[string]*breaker.Breaker{},
+		models: map[string]*breaker.Breaker{},
+		toolOf: map[string]string{},
+	}
+	for i, tool := range cfg.ExemptTools {
+		if tool == "" {
+			return nil, fmt.Errorf(`dependencymap: ExemptTools[%d] = "": tool name is empty`, i)
+		}
+		s.tools[tool] = nil
+	}
+	for _, key := range slices.Sorted(maps.Keys(cfg.Dependencies)) {
+		dep := cfg.Dependencies[key]
+		if key == "" {
+			return nil, errors.New(`dependencymap: Dependencies[""]: dependency key is empty`)
+		}
+		b, err := m.newBreaker(key, merge(cfg.Default, dep.Policy), fmt.Sprintf("dependency %q", key))
+		if err != nil {
+			return nil, err
+		}
+		s.keys[key] = b
+		for i, tool := range dep.Tools {
+			switch other, dup := s.toolOf[tool]; {
+			case tool == "":
+				return nil, fmt.Errorf(`dependencymap: dependency %q: Tools[%d] = "": tool name is empty`, key, i)
+			case dup:
+				return nil, fmt.Errorf("dependencymap: dependency %q: Tools[%d] = %q: already listed under dependency %q", key, i, tool, other)
+			case slices.Contains(cfg.ExemptTools, tool):
+				return nil, fmt.Errorf("dependencymap: dependency %q: Tools[%d] = %q: also listed in ExemptTools", key, i, tool)
+			}
+			s.tools[tool] = b
+			s.toolOf[tool] = key
+		}
+		for i, host := range dep.Hosts {
+			if host == "" {
+				return nil, fmt.Errorf(`dependencymap: dependency %q: Hosts[%d] = "": host is empty`, key, i)
+			}
+			if _, dup := s.hosts[host]; dup {
+				return nil, fmt.Errorf("dependencymap: dependency %q: Hosts[%d] = %q: already listed under another dependency", key, i, host)
+			}
+			s.hosts[host] = b
+		}
+	}
+	if cfg.Unannotated == SharedKey {
+		if _, ok := s.keys[cfg.UnannotatedKey]; !ok {
+			b, err := m.newBreaker(cfg.UnannotatedKey, cfg.Default, "unannotated tools")
+			if err != nil {
+				return nil, err
+			}
+			s.keys[cfg.UnannotatedKey] = b
+		}
+	}
+	for i, me := range cfg.Models {
+		if me.Model == "" {
+			return nil, fmt.Errorf(`dependencymap: Models[%d].Model = "": model name is empty`, i)
+		}
+		key := ModelKey(me.Model, me.Region)
+		if _, dup := s.models[key]; dup {
+			return nil, fmt.Errorf("dependencymap: Models[%d] = %q: listed twice", i, key)
+		}
+		b, err := m.newBreaker(key, merge(merge(DefaultModelPolicy, cfg.ModelDefault), me.Policy), fmt.Sprintf("model endpoint %q", key))
+		if err != nil {
+			return nil, err
+		}
+		s.models[key] = b
+	}
+	m.snap.Store(s)
+	return m, nil
+}
+
+// MustNew is New for configurations known to be valid; it panics on error.
+func MustNew(cfg Config) *Map {
+	m, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func checkPolicy(what string, p breaker.Policy) error {
+	if err := p.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("dependencymap: %s: %w", what, err)
+	}
+	return nil
+}
+
+func (m *Map) newBreaker(name string, p breaker.Policy, what string) (*breaker.Breaker, error) {
+	if p.Version == "" {
+		p.Version = m.cfg.PolicyVersion
+	}
+	b, err := breaker.New(breaker.Config{Name: name, Policy: p, Clock: m.cfg.Clock, OnStateChange: m.cfg.OnStateChange})
+	if err != nil {
+		return nil, fmt.Errorf("dependencymap: %s: %w", what, err)
+	}
+	return b, nil
+}
+
+// ForTool returns the breaker that guards tool, creating it on first use for an
+// unannotated tool. It returns nil, nil for an exempt tool. It takes no lock once the
+// tool has been seen.
+func (m *Map) ForTool(tool string) (*breaker.Breaker, error) {
+	if b, ok := m.snap.Load().tools[tool]; ok {
+		return b, nil
+	}
+	return m.addTool(tool)
+}
+
+// Exempt reports whether tool is left unguarded.
+func (m *Map) Exempt(tool string) bool {
+	b, ok := m.snap.Load().tools[tool]
+	if ok {
+		return b == nil
+	}
+	return m.cfg.Unannotated == Exempt
+}
+
+// DependencyOf returns the dependency key of tool and whether the tool is guarded. For
+// an unannotated tool it is the key the tool gets (or would get) on first use.
+func (m *Map) DependencyOf(tool string) (string, bool) {
+	s := m.snap.Load()
+	if key, ok := s.toolOf[tool]; ok {
+		return key, true
+	}
+	if b, ok := s.tools[tool]; ok && b == nil {
+		return "", false
+	}
+	switch m.cfg.Unannotated {
+	case SharedKey:
+		return m.cfg.UnannotatedKey, true
+	case Exempt:
+		return "", false
+	}
+	return tool, true
+}
+
+func (m *Map) addTool(tool string) (*breaker.Breaker, error) {
+	if tool == "" {
+		return nil, errors.New(`dependencymap: tool name "" is empty`)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.snap.Load()
+	if b, ok := s.tools[tool]; ok {
+		return b, nil
+	}
+	var b *breaker.Breaker
+	key := tool
+	switch m.cfg.Unannotated {
+	case Exempt:
+		key = ""
+	case SharedKey:
+		key = m.cfg.UnannotatedKey
+		b = s.keys[key]
+	case OwnKey:
+		if existing, ok := s.keys[tool]; ok {
+			// A dependency key that happens to equal the tool's name: same breaker.
+			b = existing
+			break
+		}
+		if m.onDemand >= m.cfg.MaxDependencies {
+			return nil, fmt.Errorf("%w: tool %q would be breaker number %d (MaxDependencies %d)",
+				ErrTooManyDependencies, tool, m.onDemand+1, m.cfg.MaxDependencies)
+		}
+		var err error
+		if b, err = m.newBreaker(tool, m.cfg.Default, fmt.Sprintf("tool %q", tool)); err != nil {
+			return nil, err
+		}
+		m.onDemand++
+	}
+	next := s.clone()
+	next.tools[tool] = b
+	if key != "" {
+		next.toolOf[tool] = key
+		next.keys[key] = b
+	}
+	m.snap.Store(next)
+	return b, nil
+}
+
+// ForHost returns the breaker of the dependency reached at host (as listed: host or
+// host:port), or nil when no dependency lists it.
+func (m *Map) ForHost(host string) *breaker.Breaker { return m.snap.Load().hosts[host] }
+
+// Get returns the breaker of a dependency key or model key.
+func (m *Map) Get(key string) (*breaker.Breaker, bool) {
+	s := m.snap.Load()
+	if b, ok := s.keys[key]; ok {
+		return b, true
+	}
+	b, ok := s.models[key]
+	return b, ok
+}
+
+// ForModel returns the breaker of a model endpoint, creating it with the model default
+// policy on first use.
+func (m *Map) ForModel(model, region string) (*breaker.Breaker, error) {
+	key := ModelKey(model, region)
+	if b, ok := m.snap.Load().models[key]; ok {
+		return b, nil
+	}
+	if model == "" {
+		return nil, errors.New(`dependencymap: model name "" is empty`)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.snap.Load()
+	if b, ok := s.models[key]; ok {
+		return b, nil
+	}
+	if m.onDemand >= m.cfg.MaxDependencies {
+		return nil, fmt.Errorf("%w: model endpoint %q (MaxDependencies %d)", ErrTooManyDependencies, key, m.cfg.MaxDependencies)
+	}
+	b, err := m.newBreaker(key, merge(DefaultModelPolicy, m.cfg.ModelDefault), fmt.Sprintf("model endpoint %q", key))
+	if err != nil {
+		return nil, err
+	}
+	m.onDemand++
+	next := s.clone()
+	next.models[key] = b
+	m.snap.Store(next)
+	return b, nil
+}
+
+// Breakers returns every breaker, dependencies and model endpoints, sorted by name.
+func (m *Map) Breakers() []*breaker.Breaker {
+	s := m.snap.Load()
+	out := make([]*breaker.Breaker, 0, len(s.keys)+len(s.models))
+	for _, b := range s.keys {
+		out = append(out, b)
+	}
+	for _, b := range s.models {
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b *breaker.Breaker) int { return strings.Compare(a.Name(), b.Name()) })
+	return out
+}
+
+// Tools returns the tool names of a dependency key, sorted.
+func (m *Map) Tools(key string) []string {
+	var out []string
+	for tool, k := range m.snap.Load().toolOf {
+		if k == key {
+			out = append(out, tool)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *snapshot) clone() *snapshot {
+	return &snapshot{
+		tools:  maps.Clone(s.tools),
+		hosts:  s.hosts, // hosts never change after New
+		keys:   maps.Clone(s.keys),
+		models: maps.Clone(s.models),
+		toolOf: maps.Clone(s.toolOf),
+	}
+}
+

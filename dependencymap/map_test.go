@@ -1,0 +1,283 @@
+package dependencymap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/stretchr/testify/require"
+)
+
+func crmConfig() Config {
+	return Config{
+		Dependencies: map[string]Dependency{
+			"crm": {Tools: []string{"lookup_customer", "update_customer", "list_orders"}, Hosts: []string{"crm.internal"},
+				Policy: breaker.Policy{MinimumCalls: 3, Jitter: -1}},
+		},
+		ExemptTools: []string{"transfer_to_agent"},
+		Clock:       clock.NewFake(time.Time{}),
+	}
+}
+
+func TestToolsOnOneDependencyTripTogether(t *testing.T) {
+	t.Parallel()
+	m := MustNew(crmConfig())
+	for _, tool := range []string{"lookup_customer", "update_customer", "list_orders"} {
+		b, err := m.ForTool(tool)
+		require.NoError(t, err)
+		p, err := b.Allow()
+		require.NoError(t, err)
+		p.Failure()
+	}
+	for _, tool := range []string{"lookup_customer", "update_customer", "list_orders"} {
+		b, err := m.ForTool(tool)
+		require.NoError(t, err)
+		require.Equal(t, breaker.Open, b.State(), tool)
+		require.Equal(t, "crm", b.Name())
+	}
+	key, ok := m.DependencyOf("update_customer")
+	require.True(t, ok)
+	require.Equal(t, "crm", key)
+	require.Equal(t, []string{"list_orders", "lookup_customer", "update_customer"}, m.Tools("crm"))
+	require.Same(t, m.ForHost("crm.internal"), must(m.ForTool("lookup_customer")))
+	require.Nil(t, m.ForHost("unknown.example"))
+}
+
+func must(b *breaker.Breaker, err error) *breaker.Breaker {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestUnannotatedTools(t *testing.T) {
+	t.Parallel()
+	t.Run("own key by default", func(t *testing.T) {
+		m := MustNew(crmConfig())
+		a := must(m.ForTool("get_weather"))
+		require.Equal(t, "get_weather", a.Name())
+		require.Same(t, a, must(m.ForTool("get_weather")), "created once")
+		require.NotSame(t, a, must(m.ForTool("get_time")))
+		key, ok := m.DependencyOf("never_seen")
+		require.True(t, ok)
+		require.Equal(t, "never_seen", key)
+	})
+	t.Run("shared key", func(t *testing.T) {
+		cfg := crmConfig()
+		cfg.Unannotated, cfg.UnannotatedKey = SharedKey, "misc"
+		m := MustNew(cfg)
+		a, b := must(m.ForTool("x")), must(m.ForTool("y"))
+		require.Same(t, a, b)
+		require.Equal(t, "misc", a.Name())
+	})
+	t.Run("exempt", func(t *testing.T) {
+		cfg := crmConfig()
+		cfg.Unannotated = Exempt
+		m := MustNew(cfg)
+		b, err := m.ForTool("x")
+		require.NoError(t, err)
+		require.Nil(t, b)
+		require.True(t, m.Exempt("x"))
+		require.False(t, m.Exempt("lookup_customer"))
+	})
+	t.Run("exempt tools", func(t *testing.T) {
+		m := MustNew(crmConfig())
+		b, err := m.ForTool("transfer_to_agent")
+		require.NoError(t, err)
+		require.Nil(t, b)
+		require.True(t, m.Exempt("transfer_to_agent"))
+		_, ok := m.DependencyOf("transfer_to_agent")
+		require.False(t, ok)
+	})
+}
+
+func TestOnDemandBreakersAreCapped(t *testing.T) {
+	t.Parallel()
+	cfg := crmConfig()
+	cfg.MaxDependencies = 3
+	m := MustNew(cfg)
+	for i := range 3 {
+		_, err := m.ForTool(fmt.Sprintf("invented_%d", i))
+		require.NoError(t, err)
+	}
+	_, err := m.ForTool("invented_3")
+	require.ErrorIs(t, err, ErrTooManyDependencies)
+	require.ErrorContains(t, err, `tool "invented_3" would be breaker number 4 (MaxDependencies 3)`)
+	_, err = m.ForTool("lookup_customer")
+	require.NoError(t, err, "configured tools are not affected by the cap")
+	_, err = m.ForTool("")
+	require.ErrorContains(t, err, "empty")
+}
+
+func TestModelEndpoints(t *testing.T) {
+	t.Parallel()
+	cfg := crmConfig()
+	cfg.Models = []ModelEndpoint{{Model: "gemini-2.5-flash", Region: "us-central1", Policy: breaker.Policy{MinimumCalls: 7}}}
+	m := MustNew(cfg)
+	a := must(m.ForModel("gemini-2.5-flash", "us-central1"))
+	require.Equal(t, "gemini-2.5-flash@us-central1", a.Name())
+	require.Equal(t, 7, a.Policy().MinimumCalls)
+	require.Equal(t, 5*time.Minute, a.Policy().Window, "model defaults are conservative")
+	b := must(m.ForModel("gemini-2.5-flash", "europe-west4"))
+	require.NotSame(t, a, b, "one breaker per model per region")
+	require.Equal(t, 50, b.Policy().MinimumCalls)
+	require.Same(t, b, must(m.ForModel("gemini-2.5-flash", "europe-west4")))
+	got, ok := m.Get("gemini-2.5-flash@europe-west4")
+	require.True(t, ok)
+	require.Same(t, b, got)
+	require.Equal(t, "gemini-2.5-pro", ModelKey("gemini-2.5-pro", ""))
+	_, err := m.ForModel("", "x")
+	require.Error(t, err)
+	var names []string
+	for _, br := range m.Breakers() {
+		names = append(names, br.Name())
+	}
+	require.Equal(t, []string{"crm", "gemini-2.5-flash@europe-west4", "gemini-2.5-flash@us-central1"}, names)
+}
+
+func TestPolicyOverridesInheritFieldByField(t *testing.T) {
+	t.Parallel()
+	m := MustNew(Config{
+		PolicyVersion: "v7",
+		Default:       breaker.Policy{Cooldown: time.Minute, MinimumCalls: 40},
+		Dependencies: map[string]Dependency{
+			"a": {Tools: []string{"t"}, Policy: breaker.Policy{MinimumCalls: 5}},
+			"b": {Tools: []string{"u"}, Policy: breaker.Policy{Version: "b-special"}},
+		},
+	})
+	a, _ := m.Get("a")
+	require.Equal(t, 5, a.Policy().MinimumCalls)
+	require.Equal(t, time.Minute, a.Policy().Cooldown, "inherited from the default")
+	require.Equal(t, "v7", a.Policy().Version)
+	b, _ := m.Get("b")
+	require.Equal(t, "b-special", b.Policy().Version)
+	require.Equal(t, 40, b.Policy().MinimumCalls)
+}
+
+func TestInvalidConfigNamesFieldDependencyAndValue(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{"bad dependency policy", Config{Dependencies: map[string]Dependency{"crm": {Policy: breaker.Policy{Window: 90 * time.Minute}}}},
+			`dependencymap: dependency "crm": breaker: Policy.Window = 1h30m0s: must be between 1s and 1h`},
+		{"bad default", Config{Default: breaker.Policy{FailureRateThreshold: 2}},
+			"dependencymap: default policy: breaker: Policy.FailureRateThreshold = 2: must be in (0, 1]"},
+		{"bad model default", Config{ModelDefault: breaker.Policy{HalfOpenProbes: 500}},
+			"dependencymap: model default policy: breaker: Policy.HalfOpenProbes = 500"},
+		{"bad model policy", Config{Models: []ModelEndpoint{{Model: "m", Region: "r", Policy: breaker.Policy{Cooldown: time.Millisecond}}}},
+			`dependencymap: model endpoint "m@r": breaker: Policy.Cooldown = 1ms`},
+		{"tool twice", Config{Dependencies: map[string]Dependency{"a": {Tools: []string{"t"}}, "b": {Tools: []string{"t"}}}},
+			`dependencymap: dependency "b": Tools[0] = "t": already listed under dependency "a"`},
+		{"empty tool", Config{Dependencies: map[string]Dependency{"a": {Tools: []string{"x", ""}}}},
+			`dependencymap: dependency "a": Tools[1] = "": tool name is empty`},
+		{"exempt and annotated", Config{ExemptTools: []string{"t"}, Dependencies: map[string]Dependency{"a": {Tools: []string{"t"}}}},
+			`dependencymap: dependency "a": Tools[0] = "t": also listed in ExemptTools`},
+		{"host twice", Config{Dependencies: map[string]Dependency{"a": {Hosts: []string{"h"}}, "b": {Hosts: []string{"h"}}}},
+			`dependencymap: dependency "b": Hosts[0] = "h": already listed under another dependency`},
+		{"empty key", Config{Dependencies: map[string]Dependency{"": {}}}, `Dependencies[""]: dependency key is empty`},
+		{"shared without key", Config{Unannotated: SharedKey}, `UnannotatedKey = "": required when Unannotated is shared`},
+		{"bad unannotated", Config{Unannotated: 9}, "Unannotated = 9"},
+		{"negative cap", Config{MaxDependencies: -1}, "MaxDependencies = -1: must be positive"},
+		{"model twice", Config{Models: []ModelEndpoint{{Model: "m"}, {Model: "m"}}}, `Models[1] = "m": listed twice`},
+		{"empty model", Config{Models: []ModelEndpoint{{Region: "r"}}}, `Models[0].Model = "": model name is empty`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m, err := New(tt.cfg)
+			require.Nil(t, m)
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+	require.Panics(t, func() { MustNew(Config{MaxDependencies: -1}) })
+}
+
+func TestLoadYAMLAndJSONAgree(t *testing.T) {
+	t.Parallel()
+	y, err := Load("testdata/agent.yaml")
+	require.NoError(t, err)
+	j, err := Load("testdata/agent.json")
+	require.NoError(t, err)
+	require.Equal(t, y, j)
+	require.Equal(t, 10*time.Minute, y.Dependencies["crm"].Policy.Window)
+	require.Equal(t, 2*time.Second, y.Dependencies["weather"].Policy.SlowCallThreshold)
+	m := MustNew(y)
+	crm, _ := m.Get("crm")
+	require.Equal(t, "2026-11-29.1", crm.Policy().Version)
+	require.Equal(t, 30*time.Second, crm.Policy().Cooldown)
+	w, _ := m.Get("weather")
+	require.Equal(t, "weather-v2", w.Policy().Version)
+	eu, _ := m.Get("gemini-2.5-flash@europe-west4")
+	require.Equal(t, time.Minute, eu.Policy().Cooldown)
+	require.Equal(t, 100, eu.Policy().MinimumCalls)
+	require.Same(t, crm, m.ForHost("crm.internal:8443"))
+}
+
+func TestLoadRejectsBadFiles(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, file, body, wantErr string
+	}{
+		{"unknown field", "a.yaml", "dependencies:\n  crm:\n    tools: [a]\n    polcy: {}\n", "field polcy not found"},
+		{"bad duration", "a.yaml", "dependencies:\n  crm:\n    policy:\n      window: 90x\n",
+			`dependencymap: dependencies.crm.policy.window = "90x": want a positive duration such as "30s"`},
+		{"negative duration", "a.json", `{"default": {"cooldown": "-5s"}}`, `default.cooldown = "-5s"`},
+		{"out of range", "a.yaml", "dependencies:\n  crm:\n    policy:\n      failure_rate_threshold: 1.5\n",
+			`dependencymap: dependency "crm": breaker: Policy.FailureRateThreshold = 1.5: must be in (0, 1]`},
+		{"bad unannotated", "a.yaml", "unannotated: everything\n", `unannotated = "everything"`},
+		{"json unknown field", "a.json", `{"defaults": {}}`, `unknown field "defaults"`},
+		{"model policy", "a.yaml", "models:\n  - model: m\n    region: r\n    policy: {probe_lease: soon}\n",
+			`models[0] (m@r).policy.probe_lease = "soon"`},
+		{"extension", "a.toml", "", `extension ".toml": want .yaml, .yml or .json`},
+		{"wrong type", "a.yaml", "default:\n  minimum_calls: many\n", "cannot unmarshal"},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, tt.name+"-"+tt.file)
+			require.NoError(t, os.WriteFile(path, []byte(tt.body), 0o600))
+			_, err := Load(path)
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+	_, err := Load(filepath.Join(dir, "missing.yaml"))
+	require.True(t, errors.Is(err, os.ErrNotExist))
+	cfg, err := ParseYAML(nil)
+	require.NoError(t, err, "an empty file means all defaults")
+	require.NotNil(t, MustNew(cfg))
+}
+
+func TestConcurrentLookupsAndCreation(t *testing.T) {
+	t.Parallel()
+	m := MustNew(crmConfig())
+	var wg sync.WaitGroup
+	seen := make([]*breaker.Breaker, 32)
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 200 {
+				b, err := m.ForTool(fmt.Sprintf("tool_%d", i%50))
+				require.NoError(t, err)
+				if i == 7 {
+					seen[g] = b
+				}
+				_, err = m.ForModel("m", fmt.Sprintf("r%d", i%5))
+				require.NoError(t, err)
+				_ = must(m.ForTool("lookup_customer"))
+			}
+		})
+	}
+	wg.Wait()
+	for _, b := range seen {
+		require.Same(t, seen[0], b, "every goroutine got the same breaker for tool_7")
+	}
+	require.Len(t, m.Breakers(), 1+50+5)
+}
