@@ -169,20 +169,20 @@ func (b *Breaker) newOpenError(s State, until int64) *OpenError {
 // or an *OpenError (unwrapping to ErrOpen) when the call must not be made.
 func (b *Breaker) Allow() (p Permit, err error) {
 	// Kept small enough to inline: the closed, untimed case is one atomic load.
-	if p.sg = b.stateGen.Load(); p.sg&slowPathBits != 0 {
-		err = b.allowTimed(&p)
-		return
+	p.b, p.sg = b, b.stateGen.Load()
+	if p.sg&slowPathBits != 0 {
+		err = p.allowTimed()
 	}
-	p.b = b
 	return
 }
 
 // allowTimed is Allow when the call's start time matters or the breaker is not closed.
-func (b *Breaker) allowTimed(p *Permit) (err error) {
+func (p *Permit) allowTimed() (err error) {
+	b := p.b
 	now := b.nanos()
 	sg := b.stateGen.Load()
 	if State(sg & stateMask).Admits() {
-		*p = Permit{b: b, sg: sg, start: now}
+		*p = Permit{b: b, sg: sg, n: now}
 		return nil
 	}
 	*p, err = b.allowSlow(sg, now)
@@ -194,7 +194,7 @@ func (b *Breaker) AllowAt(now time.Time) (Permit, error) {
 	n := b.toNanos(now)
 	sg := b.stateGen.Load()
 	if State(sg & stateMask).Admits() {
-		return Permit{b: b, sg: sg, start: n}, nil
+		return Permit{b: b, sg: sg, n: n}, nil
 	}
 	return b.allowSlow(sg, n)
 }
@@ -223,7 +223,7 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 	switch State(sg & stateMask) {
 	case Closed, ForcedClosed:
 		b.mu.Unlock()
-		return Permit{b: b, sg: sg, start: now}, nil
+		return Permit{b: b, sg: sg, n: now}, nil
 	case ForcedOpen:
 		b.mu.Unlock()
 		return b.rejection()
@@ -261,7 +261,7 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 	b.updateProbeBusy()
 	b.mu.Unlock()
 	b.deliver()
-	return Permit{b: b, sg: sg, start: now, token: token}, nil
+	return Permit{b: b, sg: sg, n: int64(token)}, nil
 }
 
 // expireLeases frees the slots of probes that did not report in time.

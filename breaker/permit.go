@@ -36,14 +36,16 @@ type Report struct {
 // A Permit is a small value. Report through one variable: a copy made before reporting
 // would report again. Reports that arrive after the breaker changed state are dropped.
 type Permit struct {
-	b     *Breaker
-	sg    uint64 // the breaker's state and generation when the permit was granted
-	start int64  // when the call started, when anything needs its duration
-	token uint64 // the probe lease, 0 for ordinary calls
+	b  *Breaker
+	sg uint64 // the breaker's state and generation when the permit was granted
+	// n is the probe's lease token when sg is half-open (a probe's start is kept with its
+	// lease), otherwise when the call started if calls are timed. Three words keep
+	// Allow inlinable.
+	n int64
 }
 
 // IsProbe reports whether this permit is a half-open probe.
-func (p *Permit) IsProbe() bool { return p.token != 0 }
+func (p *Permit) IsProbe() bool { return p.b != nil && State(p.sg&stateMask) == HalfOpen }
 
 // Valid reports whether the permit was granted and has not reported yet.
 func (p *Permit) Valid() bool { return p.b != nil }
@@ -53,7 +55,7 @@ func (p *Permit) Success() {
 	// Kept small enough to inline; success sorts out probes and timed calls.
 	if b := p.b; b != nil {
 		p.b = nil
-		b.success(p.sg, p.start, p.token)
+		b.success(p.sg, p.n)
 	}
 }
 
@@ -78,16 +80,16 @@ func (p *Permit) ReportAt(now time.Time, r Report) {
 		return
 	}
 	p.b = nil
-	n := b.toNanos(now)
-	if r.Verdict == Success && p.token == 0 && p.sg&timedBit == 0 {
-		b.successAt(p.sg, n)
+	at := b.toNanos(now)
+	if r.Verdict == Success && p.sg&slowPathBits == 0 {
+		b.successAt(p.sg, at)
 		return
 	}
-	b.report(p.sg, p.start, p.token, n, r)
+	b.report(p.sg, p.n, at, r)
 }
 
 // success is the hot path: an untimed, ordinary call of the current generation.
-func (b *Breaker) success(sg uint64, start int64, token uint64) {
+func (b *Breaker) success(sg uint64, n int64) {
 	if b.stateGen.Load() != sg {
 		return
 	}
@@ -97,8 +99,8 @@ func (b *Breaker) success(sg uint64, start int64, token uint64) {
 	} else {
 		now = b.clockNanos()
 	}
-	if token != 0 || sg&timedBit != 0 {
-		b.report(sg, start, token, now, Report{Verdict: Success})
+	if sg&slowPathBits != 0 { // a probe, or a timed call
+		b.report(sg, n, now, Report{Verdict: Success})
 		return
 	}
 	if now >= b.bucketEnd.Load() {
@@ -132,9 +134,9 @@ func (b *Breaker) rotate(now int64) {
 
 // report handles everything but the plain success: failures, slow calls, ignored calls
 // and probes.
-func (b *Breaker) report(sg uint64, start int64, token uint64, now int64, r Report) {
-	slow := b.slowNanos > 0 && r.Verdict != Ignore && now-start >= b.slowNanos
-	if token == 0 && r.Verdict == Ignore {
+func (b *Breaker) report(sg uint64, n, now int64, r Report) {
+	probe := State(sg&stateMask) == HalfOpen
+	if !probe && r.Verdict == Ignore {
 		return
 	}
 	b.mu.Lock()
@@ -148,10 +150,10 @@ func (b *Breaker) report(sg uint64, start int64, token uint64, now int64, r Repo
 		b.deliver()
 		return
 	}
-	if token != 0 {
-		b.reportProbe(token, now, start, slow, r)
+	if probe {
+		b.reportProbe(uint64(n), now, r)
 	} else {
-		b.measure(now, r, slow)
+		b.measure(now, r, b.slowNanos > 0 && r.Verdict != Ignore && now-n >= b.slowNanos)
 	}
 	b.mu.Unlock()
 	b.deliver()
@@ -181,7 +183,7 @@ func (b *Breaker) measure(now int64, r Report, slow bool) {
 }
 
 // reportProbe settles one half-open probe.
-func (b *Breaker) reportProbe(token uint64, now, start int64, slow bool, r Report) {
+func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 	slot := -1
 	for i := range b.leases {
 		if b.leases[i].token == token {
@@ -192,6 +194,8 @@ func (b *Breaker) reportProbe(token uint64, now, start int64, slow bool, r Repor
 	if slot < 0 {
 		return // the lease ran out and the slot went to another probe
 	}
+	start := b.leases[slot].deadline - int64(b.policy.ProbeLease)
+	slow := b.slowNanos > 0 && r.Verdict != Ignore && now-start >= b.slowNanos
 	b.leases[slot] = lease{}
 	switch {
 	case r.Verdict == Ignore:

@@ -62,7 +62,7 @@ func releaseStripes(s stripes) {
 func (s stripes) at(i int) *atomic.Int64 { return &s.chunk[i][s.col] }
 
 // add counts one success on the caller's stripe.
-func (s stripes) add() { s.chunk[stripeIndex()][s.col].Add(1) }
+func (s stripes) add() { s.chunk[stripeIndex()][s.col&(arenaCols-1)].Add(1) } // the mask drops a bounds check
 
 // stripeIndex picks a stripe from the address of the caller's stack. Goroutines have
 // separate stacks (2 KiB apart at the least), so bits 11 and up differ between

@@ -27,7 +27,7 @@ type coarse struct {
 	beforeStop func()
 }
 
-var system = &coarse{start: func(c *coarse) {
+var system = coarse{start: func(c *coarse) {
 	t := time.NewTicker(CoarseResolution)
 	go func() {
 		defer t.Stop()
@@ -42,7 +42,13 @@ func CoarseBase() time.Time { return base }
 // [CoarseResolution] old while the process has CPU to run the ticker (a saturated
 // process may run it a scheduler slice late). It is safe for concurrent use and
 // allocates nothing.
-func CoarseNanos() int64 { return system.nanos() }
+func CoarseNanos() int64 {
+	// Written out rather than calling system.nanos, to stay within the inlining budget.
+	if system.used.Load() {
+		return system.cached.Load()
+	}
+	return system.wake()
+}
 
 func (c *coarse) nanos() int64 {
 	if c.used.Load() {

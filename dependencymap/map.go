@@ -319,4 +319,3 @@ func (s *snapshot) clone() *snapshot {
 		toolOf: maps.Clone(s.toolOf),
 	}
 }
-
