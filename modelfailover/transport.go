@@ -1,0 +1,121 @@
+package modelfailover
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/adk/v2/agent"
+)
+
+// The genai client hides HTTP headers, so a Retry-After header never reaches the
+// error it returns. A transport wrapped with NewTransport reads the header off
+// the response and hands it to the attempt that sent the request. The failover
+// model tells the transport which attempt a request belongs to through the
+// request's context; the callbacks cannot change the model call's context, so
+// they tag the request with a header that the transport removes before sending.
+
+const attemptHeader = "X-Agentbreaker-Attempt"
+
+// recorder keeps the status and headers of an attempt's last HTTP response.
+type recorder struct {
+	mu     sync.Mutex
+	status int
+	header http.Header
+}
+
+func (r *recorder) record(resp *http.Response) {
+	r.mu.Lock()
+	r.status, r.header = resp.StatusCode, resp.Header.Clone()
+	r.mu.Unlock()
+}
+
+func (r *recorder) get() (int, http.Header) {
+	if r == nil {
+		return 0, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status, r.header
+}
+
+type recorderKey struct{}
+
+// withRecorder returns ctx carrying rec. It keeps adk's InvocationContext type
+// when the failover model was given one, so a model that relies on it still finds
+// it; callback contexts (agent.Context) do not support WithContext.
+func withRecorder(ctx context.Context, rec *recorder) context.Context {
+	inner := context.WithValue(ctx, recorderKey{}, rec)
+	if _, callback := ctx.(agent.Context); !callback {
+		if ic, ok := ctx.(agent.InvocationContext); ok {
+			if out := ic.WithContext(inner); out != nil {
+				return out
+			}
+		}
+	}
+	return inner
+}
+
+var (
+	transportsMade atomic.Bool   // tag requests only once a transport exists to read the tag
+	nextAttempt    atomic.Uint64 // attempt ids for the tag
+	tagged         sync.Map      // attempt id (string) -> *recorder
+)
+
+// tag registers rec under a new attempt id and returns the id, or "" when no
+// transport was ever made (nobody would remove the header).
+func tag(rec *recorder) string {
+	if !transportsMade.Load() {
+		return ""
+	}
+	id := strconv.FormatUint(nextAttempt.Add(1), 10)
+	tagged.Store(id, rec)
+	return id
+}
+
+func untag(id string) {
+	if id != "" {
+		tagged.Delete(id)
+	}
+}
+
+// NewTransport wraps base (nil means http.DefaultTransport) so that the Retry-After
+// header of a model's HTTP response reaches the failover logic, which then keeps
+// the route's breaker open at least that long. Put it on the HTTP client of every
+// genai.ClientConfig used by a route:
+//
+//	cfg := &genai.ClientConfig{APIKey: key, HTTPClient: &http.Client{
+//		Transport: modelfailover.NewTransport(http.DefaultTransport)}}
+//
+// Requests that no failover attempt sent pass through untouched. The returned
+// transport is safe for concurrent use.
+func NewTransport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	transportsMade.Store(true)
+	return &transport{base: base}
+}
+
+type transport struct{ base http.RoundTripper }
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec, _ := req.Context().Value(recorderKey{}).(*recorder)
+	if id := req.Header.Get(attemptHeader); id != "" {
+		if rec == nil {
+			if v, ok := tagged.Load(id); ok {
+				rec = v.(*recorder)
+			}
+		}
+		// A RoundTripper must not change the caller's request: send a copy.
+		req = req.Clone(req.Context())
+		req.Header.Del(attemptHeader)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if rec != nil && resp != nil {
+		rec.record(resp)
+	}
+	return resp, err
+}
