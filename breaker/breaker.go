@@ -62,9 +62,10 @@ type Breaker struct {
 	mu           sync.Mutex // guards the fields below
 	win          window
 	openedAt     int64
-	failedProbes int // consecutive failed probes since the breaker last closed
-	admitted     int // probes handed out this half-open period and not given back
-	succeeded    int // probes that succeeded this half-open period
+	everOpened   bool // openedAt is set (0 is a valid instant: the epoch)
+	failedProbes int  // consecutive failed probes since the breaker last closed
+	admitted     int  // probes handed out this half-open period and not given back
+	succeeded    int  // probes that succeeded this half-open period
 	leases       []lease
 	nextToken    uint64
 	expired      int64 // probe leases that ran out, over the breaker's life
@@ -320,7 +321,7 @@ func (b *Breaker) open(now int64, cause Cause, reason string, retryAfter time.Du
 	if floored {
 		reason += fmt.Sprintf("; retry-after %s", wait)
 	}
-	b.openedAt = now
+	b.openedAt, b.everOpened = now, true
 	b.reopenAt.Store(now + int64(wait))
 	b.openSpan.Store(int64(wait))
 	b.rejectWith(b.newOpenError(Open, now+int64(wait)))

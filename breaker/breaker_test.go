@@ -543,3 +543,13 @@ func TestBreakerFitsInOneKiB(t *testing.T) {
 	t.Logf("one breaker with the default window: %d bytes", size)
 	require.Less(t, size, 1024)
 }
+
+func TestOpenedAtAtTheEpochInstant(t *testing.T) {
+	t.Parallel()
+	// Regression: a breaker that opened at the very instant it was created reported a
+	// zero OpenedAt, because 0 doubled as "never opened".
+	b, fc, _ := newTest(t, Policy{MinimumCalls: 1})
+	require.True(t, b.Snapshot().OpenedAt.IsZero(), "never opened")
+	call(t, b, Failure)
+	require.Equal(t, fc.Now(), b.Snapshot().OpenedAt)
+}

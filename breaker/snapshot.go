@@ -40,7 +40,7 @@ func (b *Breaker) SnapshotAt(now time.Time) Snapshot {
 		FailedProbes:  b.failedProbes,
 		ExpiredProbes: b.expired,
 	}
-	if b.openedAt != 0 {
+	if b.everOpened {
 		s.OpenedAt = b.toTime(b.openedAt)
 	}
 	for _, l := range b.leases {
