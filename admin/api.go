@@ -1,0 +1,246 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+)
+
+// BreakerStatus is one breaker in the state document.
+type BreakerStatus struct {
+	Name              string    `json:"name"`
+	State             string    `json:"state"`
+	PolicyVersion     string    `json:"policy_version"`
+	Generation        uint64    `json:"generation"`
+	WindowCalls       int64     `json:"window_calls"`
+	WindowFailedCalls int64     `json:"window_failed_calls"`
+	WindowSlowCalls   int64     `json:"window_slow_calls"`
+	OpenedAt          time.Time `json:"opened_at,omitzero"`
+	RetryAfterSeconds float64   `json:"retry_after_seconds"`
+	FailedProbes      int       `json:"failed_probes"`
+	ProbesInFlight    int       `json:"probes_in_flight"`
+	Tools             []string  `json:"tools"`
+}
+
+// State is the document GET /api/state returns.
+type State struct {
+	Time              time.Time        `json:"time"`
+	Breakers          []BreakerStatus  `json:"breakers"`
+	Bulkheads         []BulkheadStatus `json:"bulkheads"`
+	Routes            []RouteStatus    `json:"routes"`
+	JournalConfigured bool             `json:"journal_configured"`
+}
+
+// ActionResult is what a successful POST returns.
+type ActionResult struct {
+	Action string `json:"action"`
+	// Breaker is the breaker after the action (breaker actions only).
+	Breaker *BreakerStatus `json:"breaker,omitempty"`
+	// Intent is the ID acted on (journal actions only).
+	Intent string `json:"intent,omitempty"`
+}
+
+func (h *Handler) status(b *breaker.Breaker) BreakerStatus {
+	s := b.Snapshot()
+	st := BreakerStatus{
+		Name:              s.Name,
+		State:             s.State.String(),
+		PolicyVersion:     s.PolicyVersion,
+		Generation:        s.Generation,
+		WindowCalls:       s.Window.Calls,
+		WindowFailedCalls: s.Window.Failures,
+		WindowSlowCalls:   s.Window.SlowCalls,
+		OpenedAt:          s.OpenedAt,
+		RetryAfterSeconds: s.RetryAfter.Seconds(),
+		FailedProbes:      s.FailedProbes,
+		ProbesInFlight:    s.ProbesInFlight,
+		Tools:             []string{},
+	}
+	if t, ok := h.breakers.(interface{ Tools(string) []string }); ok {
+		if tools := t.Tools(s.Name); tools != nil {
+			st.Tools = tools
+		}
+	}
+	return st
+}
+
+func (h *Handler) state(w http.ResponseWriter, _ *http.Request) {
+	doc := State{
+		Time:              h.clk.Now(),
+		Breakers:          []BreakerStatus{},
+		Bulkheads:         []BulkheadStatus{},
+		Routes:            []RouteStatus{},
+		JournalConfigured: h.journal != nil,
+	}
+	for _, b := range h.breakers.Breakers() {
+		doc.Breakers = append(doc.Breakers, h.status(b))
+	}
+	if h.bulkheads != nil {
+		doc.Bulkheads = append(doc.Bulkheads, h.bulkheads.BulkheadStatus()...)
+	}
+	if h.routes != nil {
+		doc.Routes = append(doc.Routes, h.routes.RouteStatus()...)
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// actionBody is the optional body of a POST.
+type actionBody struct {
+	Reason string `json:"reason"`
+}
+
+// readReason enforces the POST contract: a JSON content type (which an HTML form
+// cannot send), a body within the cap, and a short printable reason. It writes the
+// error response itself and reports whether to go on.
+func (h *Handler) readReason(w http.ResponseWriter, r *http.Request) (string, bool) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type = %q: must be application/json", r.Header.Get("Content-Type")))
+		return "", false
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", h.maxBody))
+			return "", false
+		}
+		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return "", false
+	}
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return "", true
+	}
+	var body actionBody
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, "request body: "+err.Error())
+		return "", false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "request body: more than one JSON value")
+		return "", false
+	}
+	switch {
+	case len(body.Reason) > MaxReasonLength:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("reason: %d bytes, at most %d", len(body.Reason), MaxReasonLength))
+		return "", false
+	case !utf8.ValidString(body.Reason) || strings.ContainsFunc(body.Reason, unicode.IsControl):
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("reason = %q: must be printable text without control characters", body.Reason))
+		return "", false
+	}
+	return body.Reason, true
+}
+
+func (h *Handler) breakerAction(w http.ResponseWriter, r *http.Request) {
+	name, action := r.PathValue("name"), r.PathValue("action")
+	var do func(*breaker.Breaker, string)
+	switch action {
+	case "force-open":
+		do = (*breaker.Breaker).ForceOpen
+	case "force-closed":
+		do = (*breaker.Breaker).ForceClosed
+	case "reset":
+		do = (*breaker.Breaker).Reset
+	default:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("action %q: must be force-open, force-closed or reset", action))
+		return
+	}
+	b, ok := h.breakers.Get(name)
+	if !ok || b == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("breaker %q: no such dependency", name))
+		return
+	}
+	reason, ok := h.readReason(w, r)
+	if !ok {
+		return
+	}
+	from := b.State()
+	do(b, withOrigin(reason, r))
+	after := h.status(b)
+	h.log.Warn("agentbreaker admin: operator action",
+		"action", action, "dependency", name, "reason", reason, "remote_addr", r.RemoteAddr,
+		"from", from.String(), "to", after.State, "cause", breaker.CauseOperator.String(),
+		"policy_version", after.PolicyVersion)
+	writeJSON(w, http.StatusOK, ActionResult{Action: action, Breaker: &after})
+}
+
+// withOrigin makes the breaker's event say the action came from the admin endpoint.
+func withOrigin(reason string, r *http.Request) string {
+	if reason == "" {
+		return "admin endpoint, " + r.RemoteAddr
+	}
+	return reason + " (admin endpoint, " + r.RemoteAddr + ")"
+}
+
+func (h *Handler) journalList(w http.ResponseWriter, r *http.Request) {
+	if h.journal == nil {
+		writeError(w, http.StatusNotFound, "no journal is configured")
+		return
+	}
+	intents, err := h.journal.Pending(r.Context())
+	if err != nil {
+		h.log.Error("agentbreaker admin: listing journal intents failed", "error", err.Error())
+		writeError(w, http.StatusBadGateway, "listing journal intents: "+err.Error())
+		return
+	}
+	if intents == nil {
+		intents = []Intent{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Pending []Intent `json:"pending"`
+	}{intents})
+}
+
+func (h *Handler) journalAction(w http.ResponseWriter, r *http.Request) {
+	if h.journal == nil {
+		writeError(w, http.StatusNotFound, "no journal is configured")
+		return
+	}
+	id, action := r.PathValue("id"), r.PathValue("action")
+	var do func(context.Context, string) error
+	switch action {
+	case "approve":
+		do = h.journal.Approve
+	case "discard":
+		do = h.journal.Discard
+	default:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("action %q: must be approve or discard", action))
+		return
+	}
+	reason, ok := h.readReason(w, r)
+	if !ok {
+		return
+	}
+	if err := do(r.Context(), id); err != nil {
+		if notFound(err) {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("intent %q: %v", id, err))
+			return
+		}
+		h.log.Error("agentbreaker admin: journal action failed", "action", action, "intent", id, "error", err.Error())
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("%s intent %q: %v", action, id, err))
+		return
+	}
+	h.log.Warn("agentbreaker admin: operator action",
+		"action", action, "intent", id, "reason", reason, "remote_addr", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, ActionResult{Action: action, Intent: id})
+}
+
+func notFound(err error) bool {
+	if errors.Is(err, ErrNotFound) {
+		return true
+	}
+	var nf interface{ NotFound() bool }
+	return errors.As(err, &nf) && nf.NotFound()
+}

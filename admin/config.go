@@ -1,0 +1,134 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/clock"
+)
+
+// ErrConfig is the sentinel every configuration error unwraps to.
+var ErrConfig = errors.New("admin: invalid configuration")
+
+// ErrNotFound may be returned (wrapped) by a [JournalAdmin] for an unknown intent ID;
+// the handler answers 404. An error with a NotFound() bool method that returns true
+// works as well, so a journal need not import this package.
+var ErrNotFound = errors.New("admin: not found")
+
+// ConfigError reports one invalid configuration value. It unwraps to [ErrConfig].
+type ConfigError struct {
+	Field   string
+	Value   any
+	Problem string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("admin: %s = %v: %s", e.Field, e.Value, e.Problem)
+}
+
+// Unwrap returns [ErrConfig].
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+// MinTokenLength is the shortest token New accepts: a token short enough to guess is
+// no protection.
+const MinTokenLength = 16
+
+// DefaultMaxBodyBytes is the default of Config.MaxBodyBytes.
+const DefaultMaxBodyBytes = 4 << 10
+
+// MaxReasonLength caps the reason an operator gives, in bytes.
+const MaxReasonLength = 500
+
+// BreakerSource lists the breakers to show and finds one by name.
+// *dependencymap.Map implements it (and its Tools method, which the page shows when
+// present). Like Bulkheads and Routes, it must be safe for concurrent use: requests
+// are served concurrently.
+type BreakerSource interface {
+	Breakers() []*breaker.Breaker
+	Get(key string) (*breaker.Breaker, bool)
+}
+
+// BulkheadStatus is the state of one bulkhead.
+type BulkheadStatus struct {
+	Dependency string `json:"dependency"`
+	InFlight   int    `json:"in_flight"`
+	Limit      int    `json:"limit"`
+	Waiting    int    `json:"waiting"`
+}
+
+// Bulkheads reports the state of every bulkhead. The bulkhead package implements it.
+type Bulkheads interface {
+	BulkheadStatus() []BulkheadStatus
+}
+
+// RouteStatus is the state of one model route.
+type RouteStatus struct {
+	Model  string `json:"model"`
+	Region string `json:"region"`
+	// Primary marks the route calls go to when every route is healthy.
+	Primary bool `json:"primary"`
+	// Serving marks the route calls go to now.
+	Serving bool `json:"serving"`
+}
+
+// Routes reports the model routes. The model failover package implements it.
+type Routes interface {
+	RouteStatus() []RouteStatus
+}
+
+// Intent is a journal entry whose outcome is unknown: the call may or may not have had
+// its effect, and a person must decide.
+type Intent struct {
+	ID         string    `json:"id"`
+	Dependency string    `json:"dependency"`
+	Tool       string    `json:"tool"`
+	RequestID  string    `json:"request_id"`
+	Attempt    int       `json:"attempt"`
+	CreatedAt  time.Time `json:"created_at"`
+	// Summary says what the call was meant to do, in words safe to show an operator
+	// (no secrets, no raw arguments).
+	Summary string `json:"summary"`
+}
+
+// JournalAdmin is what the handler needs from the dispatch-intent journal. Approve
+// tells the journal the operator accepts the intent (its effect did not happen, or
+// repeating it is safe, so it may be dispatched again); Discard tells it to drop the
+// intent without dispatching it again. Both return an error wrapping [ErrNotFound]
+// (or with NotFound() true) for an unknown ID. Implementations must be safe for
+// concurrent use; the context ends when the HTTP request does.
+type JournalAdmin interface {
+	Pending(ctx context.Context) ([]Intent, error)
+	Approve(ctx context.Context, id string) error
+	Discard(ctx context.Context, id string) error
+}
+
+// Config configures a [Handler].
+type Config struct {
+	// Token is the bearer token every request must present. Required, at least
+	// MinTokenLength bytes; there is no default. Generate it (for example 32 random
+	// bytes, base64) and keep it in a secret store.
+	Token string
+	// Breakers are shown and operated. Required.
+	Breakers BreakerSource
+	// Bulkheads are shown when set. Defaults to none.
+	Bulkheads Bulkheads
+	// Routes are shown when set. Defaults to none.
+	Routes Routes
+	// Journal enables the journal endpoints when set. Defaults to none: they answer 404.
+	Journal JournalAdmin
+	// Logger receives a record for every action and every refused request. Defaults to
+	// a logger that discards them.
+	Logger *slog.Logger
+	// Clock stamps the state document. Defaults to the system clock.
+	Clock clock.Clock
+	// MaxBodyBytes caps a request body; a larger one is refused with 413. Defaults to
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// TrustedOrigins are origins ("https://ops.example.com") besides the handler's own
+	// from which browsers may POST, for a page served elsewhere. Defaults to none.
+	TrustedOrigins []string
+}

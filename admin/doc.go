@@ -1,0 +1,44 @@
+// Package admin is an http.Handler that shows the state of an agent's breakers,
+// bulkheads, model routes and journal, and lets an operator act on them.
+//
+// # Mounting
+//
+//	h := admin.MustNew(admin.Config{Token: os.Getenv("AGENTBREAKER_ADMIN_TOKEN"), Breakers: deps})
+//	mux.Handle("/ops/breakers/", http.StripPrefix("/ops/breakers", h))
+//
+// Mount it on an internal listener, not the one that serves users, and behind TLS: the
+// token travels in a header on every request.
+//
+// # Endpoints
+//
+// Paths are relative to where the handler is mounted.
+//
+//	GET  /                              the HTML page (a static shell; it asks for the token)
+//	GET  /api/state                     breakers, bulkheads and model routes, as JSON
+//	POST /api/breakers/{name}/{action}  action: force-open, force-closed or reset
+//	GET  /api/journal                   intents awaiting reconciliation
+//	POST /api/journal/{id}/{action}     action: approve or discard
+//
+// A POST may carry a JSON body {"reason": "..."}; the reason ends up in the breaker's
+// transition event and in the log.
+//
+// # Security
+//
+// Secure by default, with nothing to switch on:
+//
+//   - Every request except the page shell needs "Authorization: Bearer <token>". The
+//     token is compared in constant time; New refuses an empty or short one, and there
+//     is no default. The shell holds no state and no secret: the page sends the token
+//     the operator types with each of its requests and keeps it only in memory.
+//   - State changes are POST only. Cross-origin browser requests are rejected (by the
+//     Sec-Fetch-Site and Origin headers, see http.CrossOriginProtection), and a POST must
+//     say Content-Type: application/json, which an HTML form cannot send. This matters
+//     when a proxy in front adds the Authorization header for signed-in operators:
+//     then a foreign page could otherwise make their browser post.
+//   - Request bodies are capped (Config.MaxBodyBytes); responses are not cached, not
+//     framed, and the page runs under a strict Content-Security-Policy.
+//   - Every action is logged with the operator's address and reason. Breaker actions go
+//     through the breaker's ForceOpen, ForceClosed and Reset, so they are also
+//     transitions with cause "operator" for every listener (the telemetry package
+//     counts them).
+package admin

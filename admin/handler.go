@@ -1,0 +1,180 @@
+package admin
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/agentbreaker/agentbreaker/clock"
+)
+
+// Handler serves the admin page and API. It is safe for concurrent use; it keeps no
+// state of its own beyond its configuration, and reads the breakers, bulkheads, routes
+// and journal afresh on every request.
+type Handler struct {
+	tokenSum  [sha256.Size]byte
+	breakers  BreakerSource
+	bulkheads Bulkheads
+	routes    Routes
+	journal   JournalAdmin
+	log       *slog.Logger
+	clk       clock.Clock
+	maxBody   int64
+	origins   *http.CrossOriginProtection
+	api       *http.ServeMux
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New returns a Handler, or a *ConfigError naming the first invalid field.
+func New(cfg Config) (*Handler, error) {
+	switch {
+	case cfg.Token == "":
+		return nil, &ConfigError{Field: "Token", Value: `""`, Problem: "is required: the admin endpoint has no default token"}
+	case len(cfg.Token) < MinTokenLength:
+		return nil, &ConfigError{Field: "Token", Value: fmt.Sprintf("<%d bytes>", len(cfg.Token)), Problem: fmt.Sprintf("must be at least %d bytes", MinTokenLength)}
+	case strings.TrimSpace(cfg.Token) != cfg.Token || strings.ContainsAny(cfg.Token, " \t\r\n"):
+		return nil, &ConfigError{Field: "Token", Value: "<redacted>", Problem: "must not contain white space (it travels in an HTTP header)"}
+	case cfg.Breakers == nil:
+		return nil, &ConfigError{Field: "Breakers", Value: "nil", Problem: "is required"}
+	case cfg.MaxBodyBytes < 0:
+		return nil, &ConfigError{Field: "MaxBodyBytes", Value: cfg.MaxBodyBytes, Problem: "must be positive"}
+	}
+	h := &Handler{
+		tokenSum:  sha256.Sum256([]byte(cfg.Token)),
+		breakers:  cfg.Breakers,
+		bulkheads: cfg.Bulkheads,
+		routes:    cfg.Routes,
+		journal:   cfg.Journal,
+		log:       cfg.Logger,
+		clk:       clock.OrSystem(cfg.Clock),
+		maxBody:   cfg.MaxBodyBytes,
+		origins:   http.NewCrossOriginProtection(),
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.maxBody == 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	for i, o := range cfg.TrustedOrigins {
+		if err := h.origins.AddTrustedOrigin(o); err != nil {
+			return nil, &ConfigError{Field: fmt.Sprintf("TrustedOrigins[%d]", i), Value: o, Problem: err.Error()}
+		}
+	}
+	h.api = http.NewServeMux()
+	for _, route := range []struct {
+		method, path string
+		handle       http.HandlerFunc
+	}{
+		{http.MethodGet, "/api/state", h.state},
+		{http.MethodPost, "/api/breakers/{name}/{action}", h.breakerAction},
+		{http.MethodGet, "/api/journal", h.journalList},
+		{http.MethodPost, "/api/journal/{id}/{action}", h.journalAction},
+	} {
+		h.api.HandleFunc(route.method+" "+route.path, route.handle)
+		// The same path with any other method: 405 in JSON, like every other answer.
+		h.api.HandleFunc(route.path, methodNotAllowed(route.method))
+	}
+	h.api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+	})
+	return h, nil
+}
+
+// MustNew is New for configurations known to be valid; it panics on error.
+func MustNew(cfg Config) *Handler {
+	h, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Content-Security-Policy", apiCSP)
+
+	if r.URL.Path == "/" || r.URL.Path == "" {
+		h.page(w, r)
+		return
+	}
+	if !h.authorized(r) {
+		h.log.Warn("agentbreaker admin: request refused: missing or wrong bearer token",
+			"method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr)
+		hd.Set("WWW-Authenticate", `Bearer realm="agentbreaker admin"`)
+		writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
+		return
+	}
+	if err := h.origins.Check(r); err != nil {
+		h.log.Warn("agentbreaker admin: cross-origin request refused",
+			"method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr,
+			"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
+		writeError(w, http.StatusForbidden, "cross-origin requests may not change state")
+		return
+	}
+	h.api.ServeHTTP(w, r)
+}
+
+// authorized compares the bearer token in constant time. Both sides are hashed first,
+// so neither the comparison's duration nor an early length check reveals the token's
+// length.
+func (h *Handler) authorized(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(sum[:], h.tokenSum[:]) == 1
+}
+
+// page serves the HTML shell for GET and HEAD; it needs no token because it holds no
+// state, only the code that asks for it with the token the operator types.
+func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, "the page is read with GET")
+		return
+	}
+	w.Header().Set("Content-Security-Policy", pageCSP)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(pageHTML)
+}
+
+func methodNotAllowed(allowed string) http.HandlerFunc {
+	if allowed == http.MethodGet {
+		allowed = "GET, HEAD"
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allowed)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s: use %s", r.Method, allowed))
+	}
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the status is sent; a failed write means the client left
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Error: msg})
+}

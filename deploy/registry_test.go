@@ -1,0 +1,87 @@
+package deploy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/telemetry"
+	"github.com/agentbreaker/agentbreaker/telemetry/observe"
+)
+
+// exportedFamilies registers a real Telemetry, reports one of everything, and returns
+// the metric family names a scrape shows, with their types. It fails if some family
+// the telemetry describes never showed up, so the list cannot silently shrink when a
+// metric is added without being exercised.
+func exportedFamilies(t *testing.T) map[string]dto.MetricType {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	tel := exerciseTelemetry(t, reg)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	out := make(map[string]dto.MetricType, len(families))
+	for _, mf := range families {
+		out[mf.GetName()] = mf.GetType()
+	}
+	descs := make(chan *prometheus.Desc)
+	go func() {
+		tel.Describe(descs)
+		close(descs)
+	}()
+	described := 0
+	for range descs {
+		described++
+	}
+	require.Len(t, out, described, "every described metric family must be exercised in exerciseTelemetry")
+	return out
+}
+
+// exerciseTelemetry registers a Telemetry on reg and reports one of everything.
+func exerciseTelemetry(t *testing.T, reg prometheus.Registerer) *telemetry.Telemetry {
+	t.Helper()
+	tel := telemetry.MustNew(telemetry.Config{Registerer: reg})
+	deps := dependencymap.MustNew(dependencymap.Config{
+		Dependencies:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}}},
+		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
+	})
+	tel.Watch(deps)
+	ctx := context.Background()
+	tel.CallOutcome(ctx, observe.Call{Dependency: "crm", Tool: "lookup_customer", Outcome: classify.Succeeded, Elapsed: time.Millisecond})
+	tel.ShortCircuit(ctx, observe.ShortCircuit{Dependency: "crm", Tool: "lookup_customer", State: breaker.Open})
+	tel.BulkheadRejected(ctx, "crm")
+	tel.RetryBudgetExhausted(ctx, "crm")
+	tel.Failover(ctx, observe.Failover{From: "pro@a", To: "pro@b", Cause: "http_5xx"})
+	tel.RouteServing("pro", "b")
+	tel.FallbackShare(0.1)
+	tel.JournalPending(1, time.Now())
+	return tel
+}
+
+// seriesNames expands families into the names a query can select: a histogram family
+// h is queried as h_bucket, h_sum and h_count.
+func seriesNames(families map[string]dto.MetricType) map[string]string {
+	out := make(map[string]string)
+	for name, typ := range families {
+		switch typ {
+		case dto.MetricType_HISTOGRAM:
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				out[name+suffix] = name
+			}
+		case dto.MetricType_SUMMARY:
+			out[name] = name
+			for _, suffix := range []string{"_sum", "_count"} {
+				out[name+suffix] = name
+			}
+		default:
+			out[name] = name
+		}
+	}
+	return out
+}

@@ -1,0 +1,235 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+)
+
+// transition is one (from, to, cause) combination of agentbreaker_breaker_transitions_total.
+type transition struct {
+	from, to breaker.State
+	cause    breaker.Cause
+}
+
+// automatic are the transitions a breaker makes by itself. They are exported at zero
+// from the first scrape, so that rate() and increase() see their first increment: a
+// series born at 1 has no earlier sample to differ from.
+var automatic = []transition{
+	{breaker.Closed, breaker.Open, breaker.CauseFailureRate},
+	{breaker.Closed, breaker.Open, breaker.CauseSlowCallRate},
+	{breaker.Open, breaker.HalfOpen, breaker.CauseCooldownElapsed},
+	{breaker.HalfOpen, breaker.Closed, breaker.CauseProbeSucceeded},
+	{breaker.HalfOpen, breaker.Open, breaker.CauseProbeFailed},
+}
+
+// allStates are the values of the state label, in a fixed order.
+var allStates = []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen, breaker.ForcedOpen, breaker.ForcedClosed}
+
+// depRecord is what events taught us about one breaker. Guarded by Telemetry.mu.
+type depRecord struct {
+	transitions    map[transition]uint64
+	probeSucceeded uint64
+	probeFailed    uint64
+	extensions     uint64
+	// downSince is when the current open (or half-open) stretch began; zero outside one.
+	downSince time.Time
+	// downTotal sums the stretches that ended.
+	downTotal time.Duration
+}
+
+func (r *depRecord) clone() depRecord {
+	c := *r
+	c.transitions = maps.Clone(r.transitions)
+	return c
+}
+
+// down reports whether a state counts as "open" for the time-open metrics: the breaker
+// opened by itself and has not closed since. Forced open is an operator's choice and
+// does not count.
+func down(s breaker.State) bool { return s == breaker.Open || s == breaker.HalfOpen }
+
+// BreakerEvent records a breaker state change and logs it. Pass it to
+// dependencymap.Config.OnStateChange (or breaker.Config.OnStateChange).
+func (t *Telemetry) BreakerEvent(e breaker.Event) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	r := t.deps[e.Breaker]
+	if r == nil {
+		r = &depRecord{transitions: make(map[transition]uint64)}
+		t.deps[e.Breaker] = r
+	}
+	if e.From == e.To && e.Cause == breaker.CauseRetryAfter {
+		r.extensions++
+	} else {
+		r.transitions[transition{e.From, e.To, e.Cause}]++
+		switch e.Cause {
+		case breaker.CauseProbeSucceeded:
+			r.probeSucceeded++
+		case breaker.CauseProbeFailed:
+			r.probeFailed++
+		}
+		switch {
+		case !down(e.From) && down(e.To):
+			r.downSince = e.At
+		case down(e.From) && !down(e.To) && !r.downSince.IsZero():
+			r.downTotal += max(0, e.At.Sub(r.downSince))
+			r.downSince = time.Time{}
+		}
+	}
+	t.mu.Unlock()
+
+	level := slog.LevelInfo
+	if e.To == breaker.Open || e.To == breaker.ForcedOpen || e.Cause == breaker.CauseOperator {
+		level = slog.LevelWarn
+	}
+	ctx := context.Background()
+	if !t.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String(KeyDependency, e.Breaker),
+		slog.String(KeyFrom, e.From.String()),
+		slog.String(KeyTo, e.To.String()),
+		slog.String(KeyCause, e.Cause.String()),
+		slog.String(KeyReason, e.Reason),
+		slog.String(KeyBreakerState, e.To.String()),
+		slog.String(KeyPolicyVersion, e.PolicyVersion),
+		slog.Uint64(KeyGeneration, e.Generation),
+		slog.Int64(KeyWindowCalls, e.Window.Calls),
+		slog.Int64(KeyWindowFailedCalls, e.Window.Failures),
+	}
+	if !e.ReopenAt.IsZero() {
+		attrs = append(attrs, slog.Time(KeyReopenAt, e.ReopenAt))
+	}
+	msg := "agentbreaker: breaker state changed"
+	if e.From == e.To {
+		msg = "agentbreaker: breaker reopen time moved later"
+	}
+	t.log.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// collectBreakers reads every watched breaker and the event counts.
+func (t *Telemetry) collectBreakers(ch chan<- prometheus.Metric) {
+	now := t.clk.Now()
+	byName := make(map[string]*breaker.Breaker)
+	for _, src := range t.sourceList() {
+		for _, b := range src.Breakers() {
+			if _, dup := byName[b.Name()]; !dup {
+				byName[b.Name()] = b
+			}
+		}
+	}
+	records := make(map[string]depRecord)
+	t.mu.Lock()
+	for name, r := range t.deps {
+		records[name] = r.clone()
+	}
+	t.mu.Unlock()
+
+	names := slices.Sorted(maps.Keys(byName))
+	for name := range records {
+		if _, ok := byName[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		r := records[name]
+		var snap *breaker.Snapshot
+		if b := byName[name]; b != nil {
+			s := b.Snapshot()
+			snap = &s
+		}
+		t.collectOne(ch, name, r, snap, now)
+	}
+}
+
+func (t *Telemetry) collectOne(ch chan<- prometheus.Metric, name string, r depRecord, snap *breaker.Snapshot, now time.Time) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{name}, labels...)...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, append([]string{name}, labels...)...)
+	}
+
+	seen := make(map[transition]bool, len(automatic))
+	for _, tr := range automatic {
+		seen[tr] = true
+		counter(descTransitions, float64(r.transitions[tr]), tr.from.String(), tr.to.String(), tr.cause.String())
+	}
+	for tr, n := range r.transitions {
+		if !seen[tr] {
+			counter(descTransitions, float64(n), tr.from.String(), tr.to.String(), tr.cause.String())
+		}
+	}
+	counter(descCooldownExtensions, float64(r.extensions))
+	var expired int64
+	if snap != nil {
+		expired = snap.ExpiredProbes
+	}
+	counter(descProbes, float64(r.probeSucceeded), ProbeSucceeded)
+	counter(descProbes, float64(r.probeFailed), ProbeFailed)
+	counter(descProbes, float64(expired), ProbeExpired)
+
+	// The current stretch: from the event that opened the breaker, or, if that event
+	// was missed (the listener was attached late), from the snapshot's last opening.
+	var stretch time.Duration
+	if snap != nil && down(snap.State) {
+		since := r.downSince
+		if since.IsZero() {
+			since = snap.OpenedAt
+		}
+		if !since.IsZero() {
+			stretch = max(0, now.Sub(since))
+		}
+	} else if snap == nil && !r.downSince.IsZero() {
+		stretch = max(0, now.Sub(r.downSince))
+	}
+	counter(descOpenSeconds, (r.downTotal + stretch).Seconds())
+	if snap == nil {
+		return // no breaker to read: only what events told us
+	}
+	gauge(descOpenDuration, stretch.Seconds())
+	for _, s := range allStates {
+		v := 0.0
+		if s == snap.State {
+			v = 1
+		}
+		gauge(descState, v, s.String())
+	}
+	gauge(descRetryAfter, snap.RetryAfter.Seconds())
+	gauge(descWindowCalls, float64(snap.Window.Calls))
+	gauge(descWindowFailed, float64(snap.Window.Failures))
+	gauge(descWindowSlow, float64(snap.Window.SlowCalls))
+	gauge(descProbesInFlight, float64(snap.ProbesInFlight))
+}
+
+// collectGauges exports the values other packages push, once they have pushed one:
+// a gauge reading 0 before the journal or the failover wrapper ever reported would
+// claim a health nobody measured.
+func (t *Telemetry) collectGauges(ch chan<- prometheus.Metric) {
+	now := t.clk.Now()
+	t.mu.Lock()
+	journalSet, n, oldest := t.journalSet, t.journalN, t.journalOldest
+	fallbackSet, fallback := t.fallbackSet, t.fallback
+	t.mu.Unlock()
+	if journalSet {
+		ch <- prometheus.MustNewConstMetric(descJournalPending, prometheus.GaugeValue, float64(n))
+		age := 0.0
+		if n > 0 && !oldest.IsZero() {
+			age = max(0, now.Sub(oldest).Seconds())
+		}
+		ch <- prometheus.MustNewConstMetric(descJournalOldestAge, prometheus.GaugeValue, age)
+	}
+	if fallbackSet {
+		ch <- prometheus.MustNewConstMetric(descFallbackRatio, prometheus.GaugeValue, fallback)
+	}
+}

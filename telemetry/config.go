@@ -1,0 +1,101 @@
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/clock"
+)
+
+// ErrConfig is the sentinel every configuration error unwraps to.
+var ErrConfig = errors.New("telemetry: invalid configuration")
+
+// ConfigError reports one invalid configuration value. It unwraps to [ErrConfig].
+type ConfigError struct {
+	Field   string // for example "MaxLabelValues"
+	Value   any    // the value that was given
+	Problem string // what is wrong with it
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("telemetry: %s = %v: %s", e.Field, e.Value, e.Problem)
+}
+
+// Unwrap returns [ErrConfig].
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+// BreakerSource lists breakers whose state is read at scrape time and looks one up by
+// name. *dependencymap.Map implements it. Implementations must be safe for concurrent
+// use: scrapes and log records read them while calls run.
+type BreakerSource interface {
+	// Breakers returns every breaker, sorted by name.
+	Breakers() []*breaker.Breaker
+	// Get returns the breaker of a dependency key or model key.
+	Get(key string) (*breaker.Breaker, bool)
+}
+
+// DefaultDurationBuckets are the call duration histogram's bucket bounds, in seconds.
+// They reach two minutes because model calls can take that long.
+var DefaultDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+
+// DefaultMaxLabelValues is the default of Config.MaxLabelValues.
+const DefaultMaxLabelValues = 1000
+
+// Config configures a [Telemetry].
+type Config struct {
+	// Registerer receives the collectors. Required: the library never registers on the
+	// global registry. Use prometheus.WrapRegistererWith to add constant labels.
+	Registerer prometheus.Registerer
+	// Breakers is read at scrape time for the state of every breaker. Defaults to none;
+	// [Telemetry.Watch] adds a source after construction, which is the usual order
+	// because the dependency map wants [Telemetry.BreakerEvent] when it is built.
+	Breakers BreakerSource
+	// Logger receives the structured records. Defaults to a logger that discards them.
+	Logger *slog.Logger
+	// Clock times the scrape-time durations (how long a breaker has been open, how old
+	// the oldest journal intent is). Give it the clock the breakers use. Defaults to the
+	// system clock.
+	Clock clock.Clock
+	// MaxLabelValues caps the distinct values of each label (dependency, tool, model,
+	// region, error_class, cause, from, to); later values are reported as "other".
+	// Defaults to DefaultMaxLabelValues.
+	MaxLabelValues int
+	// DurationBuckets are the bucket bounds, in seconds, of the call duration histogram:
+	// positive and increasing. Defaults to DefaultDurationBuckets.
+	DurationBuckets []float64
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Registerer == nil {
+		return c, &ConfigError{Field: "Registerer", Value: "nil", Problem: "is required (the global registry is never used implicitly)"}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.Clock = clock.OrSystem(c.Clock)
+	switch {
+	case c.MaxLabelValues == 0:
+		c.MaxLabelValues = DefaultMaxLabelValues
+	case c.MaxLabelValues < 0:
+		return c, &ConfigError{Field: "MaxLabelValues", Value: c.MaxLabelValues, Problem: "must be positive"}
+	}
+	if c.DurationBuckets == nil {
+		c.DurationBuckets = DefaultDurationBuckets
+	}
+	if len(c.DurationBuckets) == 0 {
+		return c, &ConfigError{Field: "DurationBuckets", Value: "[]", Problem: "must hold at least one bound"}
+	}
+	for i, b := range c.DurationBuckets {
+		if !(b > 0) || math.IsInf(b, 0) || (i > 0 && b <= c.DurationBuckets[i-1]) {
+			return c, &ConfigError{Field: fmt.Sprintf("DurationBuckets[%d]", i), Value: b, Problem: "must be positive, finite and larger than the bound before it"}
+		}
+	}
+	c.DurationBuckets = slices.Clone(c.DurationBuckets)
+	return c, nil
+}

@@ -1,0 +1,47 @@
+// Package telemetry turns what agentbreaker sees into Prometheus metrics, log/slog
+// records and OpenTelemetry span attributes and events.
+//
+// It is the only agentbreaker package that imports Prometheus. The core packages report
+// through the small interfaces of package observe; a [*Telemetry] implements all of
+// them and registers its collectors on the [prometheus.Registerer] the caller gives it,
+// never on the global registry.
+//
+// # Wiring
+//
+// The breakers' state is read at scrape time from their [BreakerSource] (a
+// *dependencymap.Map), and their transitions arrive as events. The map wants the
+// listener when it is built, so create the telemetry first and watch the map after:
+//
+//	tel := telemetry.MustNew(telemetry.Config{Registerer: reg, Logger: logger})
+//	deps := dependencymap.MustNew(dependencymap.Config{
+//		// ...
+//		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
+//	})
+//	tel.Watch(deps)
+//
+// Then hand tel to the packages that take an observe.Observer.
+//
+// # Metrics
+//
+// Every name starts with agentbreaker_, counters end in _total and durations in
+// _seconds. Labels are bounded: dependency, tool, model, region, outcome, error_class,
+// cause, from, to, state and result. Session, invocation and function call IDs go to
+// logs and spans, never to labels. As a guard against names a model invents, each
+// label keeps at most Config.MaxLabelValues distinct values; later ones are folded
+// into "other" (and a warning is logged once).
+//
+// # Logs
+//
+// Every state transition, short-circuit, attempt, failover, bulkhead rejection and
+// spent retry budget is one slog record whose keys are the Key constants of this
+// package (dependency, request_id, attempt, outcome, error_class, elapsed_ms,
+// breaker_state, policy_version, ...), so log queries do not break between versions.
+//
+// # Traces
+//
+// adk-go starts an "execute_tool" span around each tool call and a "generate_content"
+// span around each model call, and hands the span's context to tool callbacks and to
+// the model. [AnnotateSpan] adds a breaker decision to whatever span the context holds,
+// as attributes (the latest decision) and as an event (every decision); the methods of
+// [Telemetry] that take a context do it for you.
+package telemetry
