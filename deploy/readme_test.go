@@ -17,7 +17,7 @@ var readmeMetricRow = regexp.MustCompile("(?m)^\\| `(agentbreaker_\\w+)` \\| (\\
 // true to the registry: every family, its type and its labels.
 func TestReadmeListsEveryMetric(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("README.md")
+	raw, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	documented := map[string]string{}
 	for _, m := range readmeMetricRow.FindAllStringSubmatch(string(raw), -1) {
