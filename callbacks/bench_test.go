@@ -1,0 +1,141 @@
+package callbacks_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/genai"
+
+	"github.com/agentbreaker/agentbreaker/breakertest"
+	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+)
+
+// BenchmarkToolCallOverhead runs the same turn through adk-go's runner with and without
+// the agentbreaker plugin: one model response with `calls` parallel calls of a trivial
+// tool, then a text answer. The difference in ns/call between the two is the plugin's
+// overhead per tool call (plus its share of the two before-model callbacks).
+func BenchmarkToolCallOverhead(b *testing.B) {
+	for _, calls := range []int{1, 8} {
+		for _, with := range []bool{false, true} {
+			b.Run(fmt.Sprintf("calls=%d/agentbreaker=%v", calls, with), func(b *testing.B) {
+				benchTurns(b, calls, with)
+			})
+		}
+	}
+}
+
+func benchTurns(b *testing.B, calls int, with bool) {
+	fc := make([]*genai.FunctionCall, calls)
+	for i := range fc {
+		fc[i] = &genai.FunctionCall{Name: "lookup", Args: map[string]any{"i": i}}
+	}
+	m := breakertest.MustNewModel(breakertest.ModelConfig{
+		Repeat: true, DiscardRequests: true,
+		Steps: []breakertest.Step{breakertest.Calls(fc...), breakertest.Text("done")},
+	})
+	lookup, err := newLookup()
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{lookup}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var plugins []*plugin.Plugin
+	if with {
+		deps := dependencymap.MustNew(dependencymap.Config{
+			Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		})
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 100}})
+		plugins = []*plugin.Plugin{cb.Plugin()}
+	}
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	var sid string
+	for b.Loop() {
+		if i%16 == 0 { // a fresh session now and then keeps the history short
+			if sid, err = h.NewSession(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		i++
+		if _, err := h.Run(ctx, sid, "go"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*calls), "ns/call")
+}
+
+func newLookup() (tool.Tool, error) {
+	return functiontool.New(functiontool.Config{Name: "lookup", Description: "Looks up."}, func(agent.Context, map[string]any) (map[string]any, error) {
+		return map[string]any{"status": "ok"}, nil
+	})
+}
+
+// benchInvocation is the little of an invocation context that agent.NewToolContext and
+// the callbacks read: an ID and (empty) artifacts.
+type benchInvocation struct {
+	agent.InvocationContext
+	context.Context
+}
+
+func (benchInvocation) InvocationID() string       { return "bench-invocation" }
+func (benchInvocation) Artifacts() agent.Artifacts { return nil }
+
+// Context methods are ambiguous between the two embedded interfaces; pick the real one.
+func (b benchInvocation) Deadline() (time.Time, bool) { return b.Context.Deadline() }
+func (b benchInvocation) Done() <-chan struct{}       { return b.Context.Done() }
+func (b benchInvocation) Err() error                  { return b.Context.Err() }
+func (b benchInvocation) Value(k any) any             { return b.Context.Value(k) }
+
+// BenchmarkCallbacksPerCall measures agentbreaker's own work for one tool call in a
+// closed breaker with a bulkhead: before-tool, the tool, after-tool, against the tool
+// alone. Both arms build the tool context as adk-go does for every call.
+func BenchmarkCallbacksPerCall(b *testing.B) {
+	lookup, err := newLookup()
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := lookup.(interface {
+		Run(agent.Context, any) (map[string]any, error)
+	}).Run
+	inv := benchInvocation{Context: context.Background()}
+	args := map[string]any{"i": 1}
+	for _, with := range []bool{false, true} {
+		b.Run(fmt.Sprintf("agentbreaker=%v", with), func(b *testing.B) {
+			deps := dependencymap.MustNew(dependencymap.Config{
+				Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+			})
+			cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 100}})
+			p := cb.Plugin()
+			before, after := p.BeforeToolCallback(), p.AfterToolCallback()
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx := agent.NewToolContext(inv, "", &session.EventActions{}, nil)
+				if with {
+					if r, err := before(ctx, lookup, args); r != nil || err != nil {
+						b.Fatal("short-circuited")
+					}
+				}
+				res, err := run(ctx, args)
+				if with {
+					_, _ = after(ctx, lookup, args, res, err)
+				}
+			}
+			if s := cb.Stats(); s.InFlight != 0 {
+				b.Fatalf("left in flight: %+v", s)
+			}
+		})
+	}
+}

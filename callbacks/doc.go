@@ -1,0 +1,54 @@
+// Package callbacks puts agentbreaker around every tool call of an adk-go agent: one
+// plugin, registered once, and every call goes through its dependency's circuit
+// breaker and bulkhead.
+//
+// # Installing
+//
+//	cb, err := callbacks.New(callbacks.Config{Dependencies: deps})
+//	r, err := runner.New(runner.Config{
+//		Agent: root, SessionService: sessions,
+//		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{cb.Plugin(), others...}},
+//	})
+//
+// Register the plugin first. adk-go stops at the first on-error callback that answers
+// an error, so a plugin ahead of agentbreaker (adk-go's retry-and-reflect, for one)
+// would hide failures from the breaker. agentbreaker records failures in its own
+// on-error callback and never answers them itself (except for MutatingTools), so
+// plugins after it still see every error.
+//
+// Tools inside an agenttool sub-agent run in a nested runner that does not see runner
+// plugins. Build those agents with [Callbacks.Build] (or [Callbacks.Instrument] and
+// [Callbacks.AgentTool]): the same callbacks then run at agent level there.
+//
+// # What happens to one call
+//
+//   - Before: the tool's breaker is asked for a permit. An open breaker answers with
+//     the unavailable payload (package payloads) and the tool never runs; a full
+//     bulkhead answers with the busy payload and counts as a failure. adk-go's
+//     built-in tools are exempt.
+//   - On error: the error is classified (package classify) with the call's own
+//     context, so the turn's cancellation is neutral, and the outcome is recorded
+//     before any later plugin can turn the error into a result.
+//   - After: the outcome is reported to the breaker (healthy → success, counts →
+//     failure, neutral → ignored) and the bulkhead slot is released. Results that
+//     report failure in-band ({"status": "error"}, MCP isError) count like errors;
+//     agentbreaker's own payloads never count.
+//
+// Calls are paired by their tool context's identity and function call ID, because
+// model-supplied IDs can repeat within one response and the calls of one response run
+// on separate goroutines. A call whose after-callback never runs (another plugin's
+// after-callback answered first, or the run was cut short) is released when the run's
+// state is freed, so every permit and slot is given back exactly once.
+//
+// # The model's side
+//
+// Before each model call the loop guard (package loopguard) may end the turn when the
+// model keeps calling unavailable tools, and may hide open tools; guarded tools'
+// descriptions get one sentence explaining the payload (package docstrings). Model
+// callbacks of the model-failover package are bundled after these (Config.Model).
+//
+// # Observing
+//
+// Every decision is an [Event] for Config.OnEvent and a log record on Config.Logger
+// with stable keys. Raw upstream text is logged, never shown to the model.
+package callbacks

@@ -1,0 +1,135 @@
+package callbacks_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/agentbreaker/agentbreaker/breakertest"
+	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/loopguard"
+	"github.com/agentbreaker/agentbreaker/payloads"
+)
+
+// untilFirm calls the tool until a payload comes back firm, then answers without it.
+func untilFirm(tool string) func(breakertest.Request) breakertest.Step {
+	return func(r breakertest.Request) breakertest.Step {
+		for _, fr := range r.FunctionResponses() {
+			if fr.Response["firm"] == true {
+				return breakertest.Text("answering without " + tool)
+			}
+		}
+		return breakertest.Call(tool, map[string]any{})
+	}
+}
+
+// stubborn calls the tool whatever it is told.
+func stubborn(tool string) func(breakertest.Request) breakertest.Step {
+	return func(breakertest.Request) breakertest.Step { return breakertest.Call(tool, map[string]any{}) }
+}
+
+func okTool(t *testing.T, name string) tool.Tool {
+	return fnTool(t, name, func(agent.Context, map[string]any) (map[string]any, error) {
+		return map[string]any{"status": "ok"}, nil
+	})
+}
+
+func TestThePayloadTurnsFirmAndTheModelStops(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{
+		tools: []tool.Tool{okTool(t, "lookup")}, then: untilFirm("lookup"),
+		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+	})
+	f.breaker(t, "crm").ForceOpen("test")
+	turn := f.run(t, "look it up")
+	require.Equal(t, "answering without lookup", turn.FinalText())
+	rs := turn.FunctionResponses()
+	require.Len(t, rs, 2)
+	require.NotContains(t, rs[0].Response, "firm")
+	require.Equal(t, true, rs[1].Response["firm"])
+	require.Contains(t, rs[1].Response["instruction"], "Stop calling it and answer the user now without it")
+	require.Len(t, f.ev.of(callbacks.EventLoopGuardFirm), 1)
+	require.Equal(t, 2, f.ev.of(callbacks.EventLoopGuardFirm)[0].ShortCircuits)
+
+	// The count is mirrored into temp: state, visible in the events' state deltas.
+	key := loopguard.DefaultStatePrefix + "crm"
+	var seen []any
+	for _, ev := range turn.Events {
+		if v, ok := ev.Actions.StateDelta[key]; ok {
+			seen = append(seen, v)
+		}
+	}
+	require.Equal(t, []any{1, 2}, seen)
+
+	// A new turn is a new invocation: the count starts again.
+	turn = f.run(t, "again")
+	require.NotContains(t, turn.FunctionResponses()[0].Response, "firm")
+	f.requireClean(t)
+}
+
+func TestModelCallsAreCappedWhileDependenciesAreOpen(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{
+		tools: []tool.Tool{okTool(t, "lookup")}, then: stubborn("lookup"),
+		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		cfg:  callbacks.Config{LoopGuard: loopguard.Config{MaxModelCallsWhileOpen: 3}},
+	})
+	f.breaker(t, "crm").ForceOpen("test")
+	turn := f.run(t, "look it up")
+	require.Equal(t, "I could not finish this request because crm is unavailable right now. Please try again later.", turn.FinalText())
+	require.Equal(t, 1+3, f.model.Calls(), "the first call, then three more after the first short-circuit")
+	require.Len(t, turn.FunctionResponses(), 4)
+	require.Len(t, f.ev.of(callbacks.EventModelCallCapped), 1)
+	f.requireClean(t)
+}
+
+func TestOpenToolsAreHiddenForTheRestOfTheInvocation(t *testing.T) {
+	t.Parallel()
+	var f *fixture
+	step := 0
+	// The weather tool closes the crm breaker mid-invocation.
+	weather := fnTool(t, "weather", func(agent.Context, map[string]any) (map[string]any, error) {
+		f.breaker(t, "crm").Reset("recovered")
+		return map[string]any{"status": "ok"}, nil
+	})
+	f = newFixture(t, fixtureConfig{
+		tools: []tool.Tool{okTool(t, "lookup"), weather},
+		deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		cfg:   callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
+		then: func(r breakertest.Request) breakertest.Step {
+			step++
+			switch step {
+			case 1, 3:
+				return breakertest.Call("lookup", map[string]any{}) // hidden, called anyway
+			case 2:
+				return breakertest.Call("weather", map[string]any{})
+			}
+			return breakertest.Text("done")
+		},
+	})
+	f.breaker(t, "crm").ForceOpen("test")
+	turn := f.run(t, "go")
+	reqs := f.model.Requests()
+	require.Len(t, reqs, 4)
+	require.Equal(t, []string{"weather"}, reqs[0].ToolNames, "the open tool is not offered")
+	_, offered := reqs[0].Declaration("lookup")
+	require.False(t, offered)
+	rs := turn.FunctionResponses()
+	require.Len(t, rs, 3)
+	require.Equal(t, payloads.TypeUnavailable, rs[0].Response["response_type"], "a hidden tool called anyway gets the firm payload, not 'not found'")
+	require.Equal(t, true, rs[0].Response["firm"])
+	require.Equal(t, "ok", rs[1].Response["status"])
+	require.Equal(t, "closed", f.breaker(t, "crm").State().String())
+	require.Equal(t, []string{"weather"}, reqs[2].ToolNames, "closed mid-invocation, still hidden until the run ends")
+	require.Equal(t, []string{"weather"}, reqs[3].ToolNames)
+	require.Len(t, f.ev.of(callbacks.EventToolsHidden), 4)
+
+	step = 10
+	f.run(t, "next turn")
+	last := f.model.Requests()
+	require.Equal(t, []string{"lookup", "weather"}, last[len(last)-1].ToolNames, "a new invocation sees it again")
+	f.requireClean(t)
+}

@@ -1,0 +1,133 @@
+package callbacks
+
+import (
+	"log/slog"
+	"maps"
+	"slices"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/docstrings"
+)
+
+// BeforeModel returns the before-model callback for llmagent.Config: the loop guard's
+// cap and tool hiding, the docstring sentence, then Config.Model.Before. It must be
+// the first of the agent's before-model callbacks.
+func (c *Callbacks) BeforeModel() llmagent.BeforeModelCallback { return c.beforeModel(agentLayer) }
+
+// AfterModel returns Config.Model.After wrapped so it runs once per response when the
+// plugin and agent-level callbacks are both installed; nil when there is none.
+func (c *Callbacks) AfterModel() llmagent.AfterModelCallback {
+	if c.cfg.Model.After == nil {
+		return nil
+	}
+	return c.afterModel
+}
+
+// OnModelError returns Config.Model.OnError wrapped like AfterModel; nil when there is
+// none.
+func (c *Callbacks) OnModelError() llmagent.OnModelErrorCallback {
+	if c.cfg.Model.OnError == nil {
+		return nil
+	}
+	return c.onModelError
+}
+
+func (c *Callbacks) beforeModel(l layer) llmagent.BeforeModelCallback {
+	return func(ctx agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
+		inv := c.invocation(ctx, true)
+		if inv.lastReq.Swap(req) == req {
+			return nil, nil // the other layer handled this request
+		}
+		if resp := c.guardModelCall(ctx, inv, req); resp != nil {
+			return resp, nil
+		}
+		if c.cfg.Model.Before != nil {
+			defer c.recoverPanic(ctx, "model_before")
+			return c.cfg.Model.Before(ctx, req)
+		}
+		return nil, nil
+	}
+}
+
+// guardModelCall applies the loop guard and the docstrings to one model request. It
+// returns the response that replaces the call when the cap is reached.
+func (c *Callbacks) guardModelCall(ctx agent.Context, inv *invocation, req *model.LLMRequest) (resp *model.LLMResponse) {
+	defer c.recoverPanic(ctx, "before_model")
+	if n, ok := inv.tracker.ModelCall(); !ok {
+		deps := inv.tracker.Dependencies()
+		c.emit(ctx, Event{Kind: EventModelCallCapped, At: c.timeOf(c.nanos()), InvocationID: inv.id}, slog.LevelWarn,
+			"agentbreaker: model-call cap reached while dependencies are unavailable; ending the turn",
+			slog.Int("model_calls", n), slog.Any("dependencies", deps))
+		return c.guard.CapResponse(inv.tracker)
+	}
+	guarded := c.guardedTools(req)
+	if len(guarded) == 0 {
+		return nil
+	}
+	if c.guard.Config().HideOpenTools {
+		depOf := func(name string) (string, bool) {
+			if !guarded[name] {
+				return "", false
+			}
+			return c.deps.DependencyOf(name)
+		}
+		if removed := c.guard.Filter(req, inv.tracker, depOf, c.open); len(removed) > 0 {
+			c.emit(ctx, Event{Kind: EventToolsHidden, At: c.timeOf(c.nanos()), InvocationID: inv.id, Tools: removed},
+				slog.LevelInfo, "agentbreaker: tools of open dependencies hidden from the model")
+		}
+	}
+	if !c.cfg.DisableDocstrings {
+		docstrings.Request(req, c.cfg.Docstring, func(name string) bool { return guarded[name] })
+	}
+	return nil
+}
+
+// guardedTools returns the names of the request's tools that agentbreaker guards.
+func (c *Callbacks) guardedTools(req *model.LLMRequest) map[string]bool {
+	out := make(map[string]bool, len(req.Tools))
+	for _, name := range slices.Sorted(maps.Keys(req.Tools)) {
+		t, ok := req.Tools[name].(tool.Tool)
+		if !ok || c.exempt(t) || c.deps.Exempt(name) {
+			continue
+		}
+		out[name] = true
+	}
+	return out
+}
+
+// open reports whether a dependency's breaker refuses ordinary calls now.
+func (c *Callbacks) open(dep string) bool {
+	b, ok := c.deps.Get(dep)
+	if !ok {
+		return false
+	}
+	s := b.State()
+	return s == breaker.Open || s == breaker.ForcedOpen
+}
+
+func (c *Callbacks) afterModel(ctx agent.Context, resp *model.LLMResponse, respErr error) (*model.LLMResponse, error) {
+	if c.cfg.Model.After == nil {
+		return nil, nil
+	}
+	if inv := c.invocation(ctx, true); resp != nil && inv.lastResp.Swap(resp) == resp {
+		return nil, nil
+	}
+	defer c.recoverPanic(ctx, "model_after")
+	return c.cfg.Model.After(ctx, resp, respErr)
+}
+
+func (c *Callbacks) onModelError(ctx agent.Context, req *model.LLMRequest, respErr error) (*model.LLMResponse, error) {
+	if c.cfg.Model.OnError == nil {
+		return nil, nil
+	}
+	if inv := c.invocation(ctx, true); req != nil && inv.lastErr.Swap(req) == req {
+		return nil, nil
+	}
+	defer c.recoverPanic(ctx, "model_on_error")
+	return c.cfg.Model.OnError(ctx, req, respErr)
+}

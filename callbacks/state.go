@@ -1,0 +1,216 @@
+package callbacks
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/bulkhead"
+	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/loopguard"
+)
+
+// layer says which installation of the callbacks admitted a call: the runner plugin or
+// the agent-level callbacks. When both are installed, the first to see a call owns it
+// and the other stands aside.
+type layer uint8
+
+const (
+	pluginLayer layer = iota + 1
+	agentLayer
+)
+
+// callKey pairs a call's before- and after-callbacks. adk-go creates one tool context
+// per call and passes the same value to every callback of that call, while the
+// model-supplied function call ID can repeat within one response; the context's
+// identity tells two such calls apart.
+type callKey struct {
+	ctx uintptr
+	id  string
+}
+
+func keyOf(ctx agent.Context) callKey {
+	var p uintptr
+	if v := reflect.ValueOf(ctx); v.Kind() == reflect.Pointer {
+		p = v.Pointer()
+	}
+	// A context that is not a pointer cannot be told apart from another call with the
+	// same ID; the ID alone is the best left.
+	return callKey{ctx: p, id: ctx.FunctionCallID()}
+}
+
+// call is one admitted tool call, from the before-callback until its outcome is
+// reported. Whoever removes it from its invocation's map owns reporting it, so the
+// permit and the bulkhead slot are released exactly once.
+type call struct {
+	owner   layer
+	ctx     agent.Context // held so the context (and so the key) stays unique while the call lives
+	tool    string
+	dep     string
+	breaker *breaker.Breaker
+	permit  breaker.Permit
+	bulk    *bulkhead.Bulkhead
+	start   int64 // c.nanos() at admission
+
+	tracked    bool        // a dispatch marker runs for this call
+	dispatched atomic.Bool // the marker saw the call reach the tool
+
+	// Set by the on-error callback, under the invocation's lock.
+	errSeen bool
+	errCls  classify.Classification
+	errText string
+}
+
+// invocation is the per-invocation state: the loop guard's counters and the calls in
+// flight. It is freed when the run ends.
+type invocation struct {
+	id       string
+	tracker  *loopguard.Tracker
+	lastUsed atomic.Int64 // c.nanos()
+
+	// The model request and response agentbreaker last handled, so that a plugin and
+	// agent-level callbacks installed together act once per model call.
+	lastReq  atomic.Pointer[model.LLMRequest]
+	lastResp atomic.Pointer[model.LLMResponse]
+	lastErr  atomic.Pointer[model.LLMRequest]
+
+	mu      sync.Mutex
+	calls   map[callKey]*call
+	unknown map[callKey]bool // calls to invented tool names already reported
+	freed   bool
+}
+
+// seenUnknown records a call to an invented tool name and reports whether it was
+// already recorded.
+func (inv *invocation) seenUnknown(k callKey) bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.unknown[k] {
+		return true
+	}
+	if inv.unknown == nil {
+		inv.unknown = map[callKey]bool{}
+	}
+	inv.unknown[k] = true
+	return false
+}
+
+func (inv *invocation) add(k callKey, cl *call) bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.freed {
+		return false
+	}
+	if inv.calls == nil {
+		inv.calls = make(map[callKey]*call, 2)
+	}
+	inv.calls[k] = cl
+	return true
+}
+
+// owner returns the layer that owns the call under k, or 0.
+func (inv *invocation) owner(k callKey) layer {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if cl := inv.calls[k]; cl != nil {
+		return cl.owner
+	}
+	return 0
+}
+
+// take removes and returns the call under k if l owns it.
+func (inv *invocation) take(k callKey, l layer) *call {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	cl := inv.calls[k]
+	if cl == nil || cl.owner != l {
+		return nil
+	}
+	delete(inv.calls, k)
+	return cl
+}
+
+// drain removes every call and marks the invocation freed.
+func (inv *invocation) drain() []*call {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	inv.freed = true
+	out := make([]*call, 0, len(inv.calls))
+	for k, cl := range inv.calls {
+		out = append(out, cl)
+		delete(inv.calls, k)
+	}
+	return out
+}
+
+// scope collects the invocations created inside one AgentTool call, whose nested runner
+// has no plugins and so no end-of-run hook: AgentTool frees them when the call returns.
+type scope struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+type scopeKey struct{}
+
+// invocation returns the state of ctx's invocation, creating it when create is set.
+func (c *Callbacks) invocation(ctx agent.Context, create bool) *invocation {
+	id := ctx.InvocationID()
+	now := c.nanos()
+	if v, ok := c.invs.Load(id); ok {
+		inv := v.(*invocation)
+		inv.lastUsed.Store(now)
+		return inv
+	}
+	if !create {
+		return nil
+	}
+	inv := &invocation{id: id, tracker: c.guard.Track()}
+	inv.lastUsed.Store(now)
+	v, loaded := c.invs.LoadOrStore(id, inv)
+	if loaded {
+		return v.(*invocation)
+	}
+	c.live.Add(1)
+	if s, ok := ctx.Value(scopeKey{}).(*scope); ok {
+		s.mu.Lock()
+		s.ids = append(s.ids, id)
+		s.mu.Unlock()
+	}
+	c.maybeSweep(ctx, now)
+	return inv
+}
+
+// free drops an invocation's state and releases calls that never reached their
+// after-callback.
+func (c *Callbacks) free(ctx context.Context, id string) {
+	v, ok := c.invs.LoadAndDelete(id)
+	if !ok {
+		return
+	}
+	c.live.Add(-1)
+	inv := v.(*invocation)
+	for _, cl := range inv.drain() {
+		c.orphans.Add(1)
+		c.settle(ctx, inv, cl, classify.Classification{Outcome: classify.Unknown, Class: classify.ClassCanceled, Verdict: classify.Neutral}, "", EventOrphanReleased)
+	}
+}
+
+// maybeSweep frees invocations idle longer than IdleInvocationTimeout, at most once a
+// quarter of that timeout.
+func (c *Callbacks) maybeSweep(ctx context.Context, now int64) {
+	last := c.lastSweep.Load()
+	if now-last < int64(c.idle/4) || !c.lastSweep.CompareAndSwap(last, now) {
+		return
+	}
+	c.invs.Range(func(k, v any) bool {
+		if now-v.(*invocation).lastUsed.Load() >= int64(c.idle) {
+			c.free(ctx, k.(string))
+		}
+		return true
+	})
+}

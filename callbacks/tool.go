@@ -1,0 +1,354 @@
+package callbacks
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/bulkhead"
+	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/payloads"
+)
+
+// reflectAndRetryType is the response_type of adk-go's retry-and-reflect plugin, which
+// turns tool errors into "try again" results.
+const reflectAndRetryType = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
+
+// notSent is the classification of a call that another plugin stopped after
+// agentbreaker admitted it: the dependency never saw it.
+var notSent = classify.Classification{Outcome: classify.FailedBeforeSend, Class: classify.ClassCanceled, Verdict: classify.Neutral}
+
+// BeforeTool returns the before-tool callback for llmagent.Config.BeforeToolCallbacks.
+// It must be the first of the agent's before-tool callbacks. Instrument and Build add
+// it (and the other callbacks) for you.
+func (c *Callbacks) BeforeTool() llmagent.BeforeToolCallback { return c.beforeTool(agentLayer) }
+
+// AfterTool returns the after-tool callback for llmagent.Config.AfterToolCallbacks.
+// It must be the first of the agent's after-tool callbacks.
+func (c *Callbacks) AfterTool() llmagent.AfterToolCallback { return c.afterTool(agentLayer) }
+
+// OnToolError returns the on-error callback for llmagent.Config.OnToolErrorCallbacks.
+// It must be the first of the agent's on-error callbacks.
+func (c *Callbacks) OnToolError() llmagent.OnToolErrorCallback { return c.onToolError(agentLayer) }
+
+// DispatchMarker returns the before-tool callback that records that a call reached
+// its tool. It must be the last of the agent's before-tool callbacks.
+func (c *Callbacks) DispatchMarker() llmagent.BeforeToolCallback { return c.markDispatched }
+
+func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
+	return func(ctx agent.Context, t tool.Tool, args map[string]any) (result map[string]any, err error) {
+		var admitted *call
+		var inv *invocation
+		k := keyOf(ctx)
+		defer func() {
+			if r := recover(); r != nil {
+				if admitted != nil && inv != nil {
+					if cl := inv.take(k, l); cl != nil {
+						c.settle(ctx, inv, cl, notSent, "", 0)
+					}
+				}
+				result, err = nil, nil
+				c.panics.Add(1)
+				c.log.Error("agentbreaker: before-tool callback panicked; the call goes on unguarded",
+					slog.String("tool", t.Name()), slog.String("request_id", k.id), slog.Any("panic", r))
+				if c.onEvent != nil {
+					c.callHook(Event{Kind: EventCallbackPanic, At: c.timeOf(c.nanos()), Tool: t.Name(), CallID: k.id, Panic: r})
+				}
+			}
+		}()
+		if c.exempt(t) {
+			return nil, nil
+		}
+		inv = c.invocation(ctx, true)
+		if l == agentLayer && inv.owner(k) == pluginLayer {
+			return nil, nil // the runner plugin already admitted this call
+		}
+		name := t.Name()
+		b, err := c.deps.ForTool(name)
+		if err != nil {
+			// Too many on-demand breakers: let the call through unguarded, loudly.
+			c.log.Warn("agentbreaker: no breaker for tool; the call goes on unguarded", slog.String("tool", name), slog.String("error", err.Error()))
+			return nil, nil
+		}
+		if b == nil {
+			return nil, nil // exempt in the dependency map
+		}
+		dep := b.Name()
+		permit, err := b.Allow()
+		if err != nil {
+			return c.shortCircuit(ctx, inv, name, dep, b, err, args), nil
+		}
+		var slot *bulkhead.Bulkhead
+		if bh, berr := c.bulk.For(dep); berr != nil {
+			c.log.Warn("agentbreaker: no bulkhead for dependency; the call goes on without one", slog.String("dependency", dep), slog.String("error", berr.Error()))
+		} else if bh != nil {
+			if ferr := bh.TryAcquire(); ferr != nil {
+				// A saturated bulkhead is evidence the dependency is slow: it counts.
+				permit.Failure()
+				return c.busy(ctx, inv, name, dep, b, ferr, args), nil
+			}
+			slot = bh
+		}
+		admitted = &call{
+			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot,
+			start: c.nanos(), tracked: l == agentLayer || c.cfg.TrackDispatch,
+		}
+		c.inFlight.Add(1)
+		if !inv.add(k, admitted) {
+			// The run's state was freed under us (the run ended): give everything back.
+			c.settle(ctx, inv, admitted, notSent, "", 0)
+		}
+		return nil, nil
+	}
+}
+
+// shortCircuit answers a call refused by an open breaker.
+func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, openErr error, args map[string]any) map[string]any {
+	d := inv.tracker.ShortCircuit(dep)
+	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count) // a mirror for visibility; the count lives in the tracker
+	in := c.payloadInfo(ctx, tool, dep, args)
+	var oe *breaker.OpenError
+	if errors.As(openErr, &oe) {
+		in.RetryAfter = oe.RetryAfter()
+	}
+	in.Firm, in.ShortCircuits = d.Firm, d.Count
+	p := payloads.Unavailable(in)
+	at := c.timeOf(c.nanos())
+	e := Event{Kind: EventShortCircuit, At: at, Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
+		Outcome: classify.FailedBeforeSend, Class: classify.ClassBreakerOpen, Verdict: classify.Neutral,
+		BreakerState: b.State(), PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
+	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: breaker open; call short-circuited")
+	if d.FirstFirm {
+		e.Kind = EventLoopGuardFirm
+		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling an unavailable tool; payload is now firm")
+	}
+	return p
+}
+
+// busy answers a call refused by a full bulkhead.
+func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, full error, args map[string]any) map[string]any {
+	d := inv.tracker.ShortCircuit(dep)
+	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count)
+	in := c.payloadInfo(ctx, tool, dep, args)
+	in.Class = classify.ClassBulkheadFull
+	in.Firm, in.ShortCircuits = d.Firm, d.Count
+	p := payloads.Busy(in)
+	state := b.State()
+	e := Event{Kind: EventBulkheadRejected, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(),
+		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull, Verdict: classify.Counts,
+		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
+	c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead full; call rejected and counted as a failure")
+	var fe *bulkhead.FullError
+	if errors.As(full, &fe) && fe.Sustained && state == breaker.Closed {
+		e.Kind = EventBulkheadSaturated
+		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead rejections are sustained while the breaker is closed")
+	}
+	if d.FirstFirm {
+		e.Kind = EventLoopGuardFirm
+		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling a saturated tool; payload is now firm")
+	}
+	return p
+}
+
+func (c *Callbacks) markDispatched(ctx agent.Context, _ tool.Tool, _ map[string]any) (map[string]any, error) {
+	defer c.recoverPanic(ctx, "dispatch_marker")
+	if inv := c.invocation(ctx, false); inv != nil {
+		k := keyOf(ctx)
+		inv.mu.Lock()
+		if cl := inv.calls[k]; cl != nil {
+			cl.dispatched.Store(true)
+		}
+		inv.mu.Unlock()
+	}
+	return nil, nil
+}
+
+func (c *Callbacks) onToolError(l layer) llmagent.OnToolErrorCallback {
+	return func(ctx agent.Context, t tool.Tool, args map[string]any, toolErr error) (result map[string]any, err error) {
+		defer c.recoverPanic(ctx, "on_tool_error")
+		inv := c.invocation(ctx, false)
+		k := keyOf(ctx)
+		var cl *call
+		if inv != nil {
+			inv.mu.Lock()
+			if cl = inv.calls[k]; cl != nil && cl.owner != l {
+				cl = nil
+			}
+			inv.mu.Unlock()
+		}
+		if cl == nil {
+			return c.unadmittedError(ctx, inv, l, t, toolErr), nil
+		}
+		var cls classify.Classification
+		switch {
+		case cl.tracked && !cl.dispatched.Load():
+			cls = notSent // a callback after ours refused the call with an error
+		case errors.Is(toolErr, tool.ErrConfirmationRequired), errors.Is(toolErr, tool.ErrConfirmationRejected):
+			cls = notSent // waiting for, or refused by, a person: the dependency was not called
+		default:
+			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
+		}
+		inv.mu.Lock()
+		cl.errSeen, cl.errCls, cl.errText = true, cls, toolErr.Error()
+		inv.mu.Unlock()
+		if c.mutating[cl.tool] && cls.Outcome == classify.Unknown && cls.Verdict == classify.Counts {
+			in := payloads.Info{Dependency: cl.dep, Tool: cl.tool, Class: cls.Class}
+			return payloads.OutcomeUnknown(in), nil
+		}
+		return nil, nil
+	}
+}
+
+// unadmittedError handles an error for a call agentbreaker did not admit. The common
+// case is a tool name the model invented: adk-go sends it only to on-error callbacks.
+// It is the model's mistake, so no breaker is consulted or created; a name whose
+// dependency the loop guard hid gets the firm payload instead of "not found".
+func (c *Callbacks) unadmittedError(ctx agent.Context, inv *invocation, l layer, t tool.Tool, toolErr error) map[string]any {
+	if l == agentLayer && inv != nil && inv.owner(keyOf(ctx)) == pluginLayer {
+		return nil
+	}
+	name := t.Name()
+	if t.Description() != "Tool not found" { // adk-go's stand-in for unknown tools
+		return nil // exempt, or refused before agentbreaker saw it
+	}
+	if inv != nil {
+		if dep, ok := c.deps.DependencyOf(name); ok && inv.tracker.Hidden(dep) {
+			d := inv.tracker.ShortCircuit(dep)
+			in := payloads.Info{Dependency: dep, Tool: name, Firm: true, ShortCircuits: d.Count, Alternatives: c.alternatives(name)}
+			if v, ok := c.lastClass.Load(dep); ok {
+				in.Class = v.(classify.Class)
+			}
+			if b, ok := c.deps.Get(dep); ok {
+				in.RetryAfter = b.RetryAfter()
+			}
+			return payloads.Unavailable(in)
+		}
+	}
+	id := ""
+	if inv != nil {
+		if inv.seenUnknown(keyOf(ctx)) {
+			return nil // the other layer reported it
+		}
+		id = inv.id
+	}
+	c.emit(ctx, Event{Kind: EventUnknownTool, At: c.timeOf(c.nanos()), CallID: ctx.FunctionCallID(), InvocationID: id},
+		slog.LevelInfo, "agentbreaker: model called a tool that does not exist", slog.String("called_name", name), upstreamText(toolErr.Error()))
+	return nil
+}
+
+func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
+	return func(ctx agent.Context, t tool.Tool, args, result map[string]any, toolErr error) (map[string]any, error) {
+		defer c.recoverPanic(ctx, "after_tool")
+		inv := c.invocation(ctx, false)
+		if inv == nil {
+			return nil, nil
+		}
+		cl := inv.take(keyOf(ctx), l)
+		if cl == nil {
+			return nil, nil // not ours: exempt, short-circuited, or the other layer's
+		}
+		inv.mu.Lock()
+		errSeen, cls, text := cl.errSeen, cl.errCls, cl.errText
+		inv.mu.Unlock()
+		kind := EventCallOutcome
+		switch {
+		case errSeen:
+			// Recorded by our on-error callback, before any later plugin could turn the
+			// error into a result.
+		case cl.tracked && !cl.dispatched.Load():
+			cls = notSent // a callback after ours answered instead of the tool
+		case toolErr != nil:
+			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
+			text = toolErr.Error()
+		case payloads.Is(result):
+			cls = classify.ToolResult(result) // someone's agentbreaker payload: never a call
+		case isReflectAndRetry(result):
+			// A plugin ahead of ours answered the tool's error: the failure is hidden.
+			c.misorders.Add(1)
+			cls = classify.Classification{Outcome: classify.Unknown, Class: classify.ClassUnclassified, Verdict: classify.Neutral}
+			kind = EventMisordered
+		default:
+			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Result: result})
+			if cls.Verdict != classify.Healthy {
+				text = inBandText(result)
+			}
+		}
+		if cls.Outcome == classify.Succeeded && c.cfg.Cache != nil {
+			c.cfg.Cache.Put(cl.tool, args, result)
+		}
+		c.settle(ctx, inv, cl, cls, text, kind)
+		return nil, nil
+	}
+}
+
+func isReflectAndRetry(result map[string]any) bool {
+	rt, _ := result["response_type"].(string)
+	return rt == reflectAndRetryType
+}
+
+// inBandText picks the failure text of an in-band error result, for the log only.
+func inBandText(result map[string]any) string {
+	for _, k := range []string{"error", "message", "error_details"} {
+		if s, ok := result[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// verdicts maps the classification's verdict to the breaker's.
+var verdicts = [...]breaker.Verdict{
+	classify.Healthy: breaker.Success,
+	classify.Counts:  breaker.Failure,
+	classify.Neutral: breaker.Ignore,
+}
+
+// report turns a classification into the breaker's report.
+func report(cls classify.Classification) breaker.Report {
+	v := breaker.Ignore
+	if int(cls.Verdict) < len(verdicts) && verdicts[cls.Verdict] != 0 {
+		v = verdicts[cls.Verdict]
+	}
+	return breaker.Report{Verdict: v, RetryAfter: cls.RetryAfter}
+}
+
+// settle reports a call's outcome to its breaker, gives back its bulkhead slot and
+// tells the hook and the log. The caller has removed cl from its invocation, which
+// makes this the one release of the call. kind 0 reports nothing.
+func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind) {
+	cl.permit.Report(report(cls))
+	if cl.bulk != nil {
+		cl.bulk.Release()
+	}
+	c.inFlight.Add(-1)
+	if cls.Verdict == classify.Counts {
+		c.lastClass.Store(cl.dep, cls.Class)
+	}
+	if kind == 0 {
+		return
+	}
+	now := c.nanos()
+	e := Event{Kind: kind, At: c.timeOf(now), Dependency: cl.dep, Tool: cl.tool, CallID: cl.ctx.FunctionCallID(), InvocationID: inv.id,
+		Outcome: cls.Outcome, Class: cls.Class, Verdict: cls.Verdict, BreakerState: cl.breaker.State(),
+		PolicyVersion: cl.breaker.Policy().Version, Elapsed: time.Duration(max(now-cl.start, 0))}
+	level, msg := slog.LevelDebug, "agentbreaker: tool call finished"
+	switch {
+	case kind == EventOrphanReleased:
+		level, msg = slog.LevelWarn, "agentbreaker: call released without its after-callback"
+	case kind == EventMisordered:
+		level, msg = slog.LevelWarn, "agentbreaker: a plugin registered before agentbreaker hid a tool error; register agentbreaker first"
+	case cls.Verdict == classify.Counts:
+		level, msg = slog.LevelInfo, "agentbreaker: tool call failed"
+	}
+	if text != "" {
+		c.emit(ctx, e, level, msg, upstreamText(text))
+		return
+	}
+	c.emit(ctx, e, level, msg)
+}

@@ -1,0 +1,21 @@
+// Package loopguard stops an agent from looping on a tool whose breaker is open.
+//
+// An open breaker answers in microseconds, and a model that believes the call matters
+// will simply call again, step after step, burning tokens and latency on calls that
+// are certain to short-circuit. The guard adds three defences on top of the payload:
+//
+//   - it counts short-circuits per invocation and dependency; from FirmAfter on, the
+//     payload turns firm and tells the model to answer without the tool now;
+//   - optionally ([Guard.Filter]) it removes the tools of open dependencies from the
+//     model's tool list for the rest of the invocation;
+//   - it caps the model calls an invocation may make after its first short-circuit,
+//     ending the turn with a plain answer ([Guard.CapResponse]) instead of looping.
+//
+// Counters live in a [Tracker] kept by the caller for one invocation (agentbreaker's
+// callbacks keep one per invocation and free it when the run ends). They are not kept
+// in session state, where parallel tool calls doing read-modify-write lose updates;
+// the callbacks only mirror the counts into "temp:" keys ([Guard.StateKey]) so they are
+// visible to other callbacks and in event state deltas.
+//
+// A Guard is immutable and a Tracker is safe for concurrent use.
+package loopguard

@@ -1,0 +1,77 @@
+package tooltimeout
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrLayers is the sentinel every layered-timeout error unwraps to.
+var ErrLayers = errors.New("tooltimeout: layered timeouts do not fit")
+
+// Layers describes the nested time budgets one tool call lives in. Timeouts must be
+// set as one budget: when an outer limit is shorter than what it contains, the outer
+// one fires first, every incident looks like "the turn timed out", and no breaker ever
+// sees the tool-level failure it should have counted.
+type Layers struct {
+	// ToolTimeout is the per-attempt timeout of the tool. Required.
+	ToolTimeout time.Duration
+	// Attempts is how many times the call may be made, retries included. Defaults to 1.
+	Attempts int
+	// Backoff is the total wait between attempts. Defaults to 0.
+	Backoff time.Duration
+	// SubAgent is the budget of the sub-agent that calls the tool; 0 when the tool is
+	// called by the root agent.
+	SubAgent time.Duration
+	// Turn is the whole-turn budget; 0 when none is enforced.
+	Turn time.Duration
+}
+
+// Need returns ToolTimeout × Attempts + Backoff: the longest one tool call can take.
+func (l Layers) Need() time.Duration {
+	return l.ToolTimeout*time.Duration(max(l.Attempts, 1)) + l.Backoff
+}
+
+// Validate checks that each layer fits inside the one around it and returns an error
+// that shows the arithmetic, for example
+//
+//	tooltimeout: layered timeouts do not fit: tool timeout 5s × 3 attempts + backoff 1.5s = 16.5s, more than the sub-agent budget 10s
+func (l Layers) Validate() error {
+	switch {
+	case l.ToolTimeout <= 0:
+		return fmt.Errorf("tooltimeout: Layers.ToolTimeout = %s: must be positive", l.ToolTimeout)
+	case l.Attempts < 0:
+		return fmt.Errorf("tooltimeout: Layers.Attempts = %d: must be at least 1 (0 means 1)", l.Attempts)
+	case l.Backoff < 0:
+		return fmt.Errorf("tooltimeout: Layers.Backoff = %s: must not be negative", l.Backoff)
+	case l.SubAgent < 0:
+		return fmt.Errorf("tooltimeout: Layers.SubAgent = %s: must not be negative", l.SubAgent)
+	case l.Turn < 0:
+		return fmt.Errorf("tooltimeout: Layers.Turn = %s: must not be negative", l.Turn)
+	}
+	need := l.Need()
+	sum := fmt.Sprintf("tool timeout %s × %d attempt%s", l.ToolTimeout, max(l.Attempts, 1), plural(max(l.Attempts, 1)))
+	if l.Backoff > 0 {
+		sum += fmt.Sprintf(" + backoff %s", l.Backoff)
+	}
+	sum += fmt.Sprintf(" = %s", need)
+	if l.SubAgent > 0 && need > l.SubAgent {
+		return fmt.Errorf("%w: %s, more than the sub-agent budget %s", ErrLayers, sum, l.SubAgent)
+	}
+	if l.Turn > 0 {
+		if need > l.Turn {
+			return fmt.Errorf("%w: %s, more than the turn budget %s", ErrLayers, sum, l.Turn)
+		}
+		if l.SubAgent > l.Turn {
+			return fmt.Errorf("%w: sub-agent budget %s is more than the turn budget %s", ErrLayers, l.SubAgent, l.Turn)
+		}
+	}
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,169 @@
+package tooltimeout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/genai"
+)
+
+// ErrTurnDeadline is returned, wrapped, by Turn.Run when the whole-turn deadline ended
+// the turn. It also matches context.DeadlineExceeded.
+var ErrTurnDeadline = fmt.Errorf("tooltimeout: turn deadline exceeded: %w", context.DeadlineExceeded)
+
+// TurnConfig configures a [Turn].
+type TurnConfig struct {
+	// Runner runs the turn. Required.
+	Runner *runner.Runner
+	// Timeout is the whole-turn budget. Required; at least 1ms.
+	Timeout time.Duration
+	// Grace is how long Run waits, after the deadline, for the run to wind down (tools
+	// that honour their context return at once). A run still going after that is left
+	// to finish in the background and Run returns. Defaults to 0: return at the
+	// deadline.
+	Grace time.Duration
+	// Sessions, AppName: when Sessions is set, a turn that hit its deadline has its
+	// orphan function calls (calls without a response, which the next turn would send
+	// back to the model) answered with an outcome-unknown payload once the run has
+	// ended. AppName is required with Sessions.
+	Sessions session.Service
+	AppName  string
+	// RunConfig is passed to every run. Defaults to the zero RunConfig.
+	RunConfig agent.RunConfig
+	// Layers, when set, are validated against Timeout at construction: each must fit
+	// inside the turn. Defaults to none.
+	Layers []Layers
+}
+
+// Turn runs turns under a whole-turn deadline. The deadline is enforced where the
+// runner is invoked, not as an agent setting: a context with the deadline is given to
+// the run, and the run is drained (never abandoned mid-iteration, which would leave the
+// session half-written) until it ends or the grace period is over. It is safe for
+// concurrent use.
+type Turn struct {
+	cfg TurnConfig
+}
+
+// NewTurn checks the configuration, including that every Layers fits in the turn.
+func NewTurn(cfg TurnConfig) (*Turn, error) {
+	if cfg.Runner == nil {
+		return nil, errors.New("tooltimeout: TurnConfig.Runner = nil: required")
+	}
+	if cfg.Timeout < time.Millisecond {
+		return nil, fmt.Errorf("tooltimeout: TurnConfig.Timeout = %s: must be at least 1ms", cfg.Timeout)
+	}
+	if cfg.Grace < 0 {
+		return nil, fmt.Errorf("tooltimeout: TurnConfig.Grace = %s: must not be negative", cfg.Grace)
+	}
+	if cfg.Sessions != nil && cfg.AppName == "" {
+		return nil, errors.New(`tooltimeout: TurnConfig.AppName = "": required with Sessions`)
+	}
+	for i, l := range cfg.Layers {
+		if l.Turn == 0 {
+			l.Turn = cfg.Timeout
+		}
+		if l.Turn != cfg.Timeout {
+			return nil, fmt.Errorf("tooltimeout: TurnConfig.Layers[%d].Turn = %s: differs from TurnConfig.Timeout %s", i, l.Turn, cfg.Timeout)
+		}
+		if err := l.Validate(); err != nil {
+			return nil, fmt.Errorf("TurnConfig.Layers[%d]: %w", i, err)
+		}
+	}
+	return &Turn{cfg: cfg}, nil
+}
+
+// MustNewTurn is NewTurn that panics on error.
+func MustNewTurn(cfg TurnConfig) *Turn {
+	t, err := NewTurn(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// TurnResult is what one turn produced. Its fields are set before Run returns and not
+// changed after, except that Done is closed later.
+type TurnResult struct {
+	// Events are the events yielded before Run returned.
+	Events []*session.Event
+	// TimedOut reports that the deadline ended the turn.
+	TimedOut bool
+	// Abandoned reports that the run was still going when Run returned (a tool ignores
+	// its context); it finishes in the background.
+	Abandoned bool
+	// Done is closed once the run has ended and any orphan calls were answered.
+	Done <-chan struct{}
+}
+
+// Run runs one turn. It returns the first error the runner yielded, or an error
+// wrapping ErrTurnDeadline when the deadline ended the turn.
+func (t *Turn) Run(ctx context.Context, userID, sessionID string, msg *genai.Content) (*TurnResult, error) {
+	runCtx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
+	// Cancelled only when Run returns, so runCtx.Done means the deadline or the caller.
+	defer cancel()
+	type item struct {
+		ev  *session.Event
+		err error
+	}
+	items := make(chan item)
+	ended := make(chan struct{})
+	done := make(chan struct{})
+	res := &TurnResult{Done: done}
+	var invocationID string
+	go func() {
+		defer close(done)
+		for ev, err := range t.cfg.Runner.Run(runCtx, userID, sessionID, msg, t.cfg.RunConfig) {
+			select {
+			case items <- item{ev, err}:
+			case <-ended: // Run has returned: keep draining so adk finishes its bookkeeping
+			}
+			if ev != nil && invocationID == "" {
+				invocationID = ev.InvocationID
+			}
+		}
+		close(items)
+		if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && t.cfg.Sessions != nil && invocationID != "" {
+			// Best effort: the turn already failed; a store error here has nowhere better to go.
+			_, _ = CloseOrphans(context.WithoutCancel(ctx), t.cfg.Sessions, t.cfg.AppName, userID, sessionID, invocationID)
+		}
+	}()
+	var firstErr error
+	var grace <-chan time.Time
+	deadline := runCtx.Done()
+	for {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				return res, t.finish(ctx, runCtx, res, firstErr)
+			}
+			if it.err != nil && firstErr == nil {
+				firstErr = it.err
+			}
+			if it.ev != nil {
+				res.Events = append(res.Events, it.ev)
+			}
+		case <-deadline:
+			deadline = nil
+			timer := time.NewTimer(t.cfg.Grace)
+			defer timer.Stop()
+			grace = timer.C
+		case <-grace:
+			close(ended)
+			res.Abandoned = true
+			return res, t.finish(ctx, runCtx, res, firstErr)
+		}
+	}
+}
+
+func (t *Turn) finish(ctx, runCtx context.Context, res *TurnResult, firstErr error) error {
+	if ctx.Err() == nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		res.TimedOut = true
+		return fmt.Errorf("%w after %s", ErrTurnDeadline, t.cfg.Timeout)
+	}
+	return firstErr
+}
