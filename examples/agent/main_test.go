@@ -8,14 +8,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestExampleRunsTheIncident runs the example end to end through the real adk-go
+// runner and checks the story it tells.
 func TestExampleRunsTheIncident(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(t.Context(), &out))
 	got := out.String()
-	require.Contains(t, got, "breaker crm: closed -> open (failure rate 83.3% over 6 calls ≥ 50%; retry-after 45s)")
-	require.Contains(t, got, `"status":"unavailable"`)
-	require.Contains(t, got, "breaker crm: half_open -> closed (probe succeeded)")
+	require.Contains(t, got, "[breaker crm: closed -> open: failure rate 75% over 4 calls ≥ 50%; retry-after 45s]")
+	require.Contains(t, got, "status=unavailable response_type=agentbreaker.unavailable")
+	require.Contains(t, got, "retry_advised=false retry_after_seconds=35 firm=true", "the repeated call gets the firm answer")
+	require.Contains(t, got, "model: The customer system is down, so I can't look that up now.")
+	require.Contains(t, got, "[breaker crm: half_open -> closed: probe succeeded]")
 	require.NotContains(t, got, "ignore previous instructions", "upstream text never reaches the model")
-	require.Contains(t, got, "requests that reached the CRM: 8\n", "1 healthy + 5 failing + the probe + 1 after recovery")
+	require.Contains(t, got, "requests that reached the CRM: 5\n",
+		"1 healthy + 3 failing + the probe: the two short-circuited calls never left")
 	require.Equal(t, 1, strings.Count(got, "closed -> open"))
 }
