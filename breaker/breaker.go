@@ -40,11 +40,14 @@ type Config struct {
 // both steps are lock-free and allocate nothing.
 type Breaker struct {
 	// Read by every call. Written only on transitions and bucket rotation.
-	stateGen  atomic.Uint64 // generation<<genShift | timedBit (when slow calls are tracked) | State
-	bucketEnd atomic.Int64  // closed: when the current bucket ends
-	reopenAt  atomic.Int64  // open: when the next probe may go
-	openSpan  atomic.Int64  // open: the wait that was set, to survive a clock jumping back
-	probeBusy atomic.Int64  // half-open: reject until then (every probe slot is taken)
+	// stateGen is generation<<genShift | timedBit (when slow calls are tracked) | State.
+	// A plain word read with sync/atomic functions rather than an atomic.Uint64: the
+	// method call of the typed atomic pushes Allow just past the inliner's budget.
+	stateGen  uint64
+	bucketEnd atomic.Int64 // closed: when the current bucket ends
+	reopenAt  atomic.Int64 // open: when the next probe may go
+	openSpan  atomic.Int64 // open: the wait that was set, to survive a clock jumping back
+	probeBusy atomic.Int64 // half-open: reject until then (every probe slot is taken)
 	rejectErr atomic.Pointer[OpenError]
 	slowNanos int64 // SlowCallThreshold in nanoseconds; 0 = off
 	clk       clock.Clock
@@ -118,9 +121,9 @@ func New(cfg Config) (*Breaker, error) {
 	b.win.reset(now, b.stripes) // a reused arena column may hold old counts
 	b.bucketEnd.Store(b.win.end())
 	if b.slowNanos > 0 {
-		b.stateGen.Store(timedBit | uint64(Closed))
+		b.storeSG(timedBit | uint64(Closed))
 	} else {
-		b.stateGen.Store(uint64(Closed))
+		b.storeSG(uint64(Closed))
 	}
 	return b, nil
 }
@@ -134,6 +137,9 @@ func MustNew(cfg Config) *Breaker {
 	return b
 }
 
+func (b *Breaker) loadSG() uint64   { return atomic.LoadUint64(&b.stateGen) }
+func (b *Breaker) storeSG(v uint64) { atomic.StoreUint64(&b.stateGen, v) }
+
 // Name returns the breaker's name.
 func (b *Breaker) Name() string { return b.name }
 
@@ -141,7 +147,7 @@ func (b *Breaker) Name() string { return b.name }
 func (b *Breaker) Policy() Policy { return b.policy }
 
 // State returns the current state.
-func (b *Breaker) State() State { return State(b.stateGen.Load() & stateMask) }
+func (b *Breaker) State() State { return State(b.loadSG() & stateMask) }
 
 // nanos reads the breaker's clock as nanoseconds since its epoch.
 func (b *Breaker) nanos() int64 {
@@ -170,7 +176,7 @@ func (b *Breaker) newOpenError(s State, until int64) *OpenError {
 // or an *OpenError (unwrapping to ErrOpen) when the call must not be made.
 func (b *Breaker) Allow() (p Permit, err error) {
 	// Kept small enough to inline: the closed, untimed case is one atomic load.
-	p.b, p.sg = b, b.stateGen.Load()
+	p.b, p.sg = b, atomic.LoadUint64(&b.stateGen) // not loadSG: that costs inlining budget
 	if p.sg&slowPathBits != 0 {
 		err = p.allowTimed()
 	}
@@ -181,7 +187,7 @@ func (b *Breaker) Allow() (p Permit, err error) {
 func (p *Permit) allowTimed() (err error) {
 	b := p.b
 	now := b.nanos()
-	sg := b.stateGen.Load()
+	sg := b.loadSG()
 	if State(sg & stateMask).Admits() {
 		*p = Permit{b: b, sg: sg, n: now}
 		return nil
@@ -193,7 +199,7 @@ func (p *Permit) allowTimed() (err error) {
 // AllowAt is Allow with the time given by the caller.
 func (b *Breaker) AllowAt(now time.Time) (Permit, error) {
 	n := b.toNanos(now)
-	sg := b.stateGen.Load()
+	sg := b.loadSG()
 	if State(sg & stateMask).Admits() {
 		return Permit{b: b, sg: sg, n: n}, nil
 	}
@@ -220,7 +226,7 @@ func (b *Breaker) allowSlow(sg uint64, now int64) (Permit, error) {
 // ended, a probe slot may be free, or the state changed under us.
 func (b *Breaker) acquire(now int64) (Permit, error) {
 	b.mu.Lock()
-	sg := b.stateGen.Load()
+	sg := b.loadSG()
 	switch State(sg & stateMask) {
 	case Closed, ForcedClosed:
 		b.mu.Unlock()
@@ -241,7 +247,7 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 			return b.rejection()
 		}
 		b.transition(now, HalfOpen, CauseCooldownElapsed, "cooldown elapsed; letting a probe through")
-		sg = b.stateGen.Load()
+		sg = b.loadSG()
 	}
 	// Half-open: hand out a probe lease if a slot is free.
 	b.expireLeases(now)
@@ -342,7 +348,7 @@ func (b *Breaker) extendOpen(now int64, retryAfter time.Duration) {
 // transition changes state under the lock, starts a new generation (so reports from
 // permits of the old one are dropped) and queues the event.
 func (b *Breaker) transition(now int64, to State, cause Cause, reason string) {
-	old := b.stateGen.Load()
+	old := b.loadSG()
 	from := State(old & stateMask)
 	switch to {
 	case Closed, ForcedClosed:
@@ -356,7 +362,7 @@ func (b *Breaker) transition(now int64, to State, cause Cause, reason string) {
 	case ForcedOpen:
 		b.rejectWith(b.newOpenError(ForcedOpen, 0))
 	}
-	b.stateGen.Store((old>>genShift+1)<<genShift | old&timedBit | uint64(to))
+	b.storeSG((old>>genShift+1)<<genShift | old&timedBit | uint64(to))
 	b.emit(now, from, to, cause, reason)
 }
 

@@ -34,7 +34,7 @@ func (b *Breaker) emit(now int64, from, to State, cause Cause, reason string) {
 		Cause:         cause,
 		Reason:        reason,
 		At:            b.toTime(now),
-		Generation:    b.stateGen.Load() >> genShift,
+		Generation:    b.loadSG() >> genShift,
 		Window:        b.win.counts(b.stripes),
 	}
 	if to == Open {

@@ -90,7 +90,7 @@ func (p *Permit) ReportAt(now time.Time, r Report) {
 
 // success is the hot path: an untimed, ordinary call of the current generation.
 func (b *Breaker) success(sg uint64, n int64) {
-	if b.stateGen.Load() != sg {
+	if b.loadSG() != sg {
 		return
 	}
 	var now int64
@@ -110,7 +110,7 @@ func (b *Breaker) success(sg uint64, n int64) {
 }
 
 func (b *Breaker) successAt(sg uint64, now int64) {
-	if b.stateGen.Load() != sg {
+	if b.loadSG() != sg {
 		return
 	}
 	if now >= b.bucketEnd.Load() {
@@ -125,7 +125,7 @@ func (b *Breaker) rotate(now int64) {
 	if !b.mu.TryLock() {
 		return
 	}
-	if State(b.stateGen.Load() & stateMask).Admits() {
+	if State(b.loadSG() & stateMask).Admits() {
 		b.win.advance(now, b.stripes)
 		b.bucketEnd.Store(b.win.end())
 	}
@@ -140,7 +140,7 @@ func (b *Breaker) report(sg uint64, n, now int64, r Report) {
 		return
 	}
 	b.mu.Lock()
-	if b.stateGen.Load() != sg {
+	if b.loadSG() != sg {
 		// A report from an earlier generation says nothing about the present, except
 		// that the dependency may have asked to be left alone for longer.
 		if r.Verdict == Failure && r.RetryAfter > 0 && b.State() == Open {

@@ -29,7 +29,7 @@ func (b *Breaker) SnapshotAt(now time.Time) Snapshot {
 	n := b.toNanos(now)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	sg := b.stateGen.Load()
+	sg := b.loadSG()
 	s := Snapshot{
 		Name:          b.name,
 		PolicyVersion: b.policy.Version,
