@@ -60,7 +60,8 @@ type BulkheadStatus struct {
 	Waiting    int    `json:"waiting"`
 }
 
-// Bulkheads reports the state of every bulkhead. The bulkhead package implements it.
+// Bulkheads reports the state of every bulkhead. [BulkheadGroup] adapts the bulkhead
+// package's groups to it.
 type Bulkheads interface {
 	BulkheadStatus() []BulkheadStatus
 }

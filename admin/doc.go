@@ -3,7 +3,11 @@
 //
 // # Mounting
 //
-//	h := admin.MustNew(admin.Config{Token: os.Getenv("AGENTBREAKER_ADMIN_TOKEN"), Breakers: deps})
+//	h := admin.MustNew(admin.Config{
+//		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"),
+//		Breakers:  deps,
+//		Bulkheads: admin.BulkheadGroup(cb.Bulkheads()), // cb is the *callbacks.Callbacks
+//	})
 //	mux.Handle("/ops/breakers/", http.StripPrefix("/ops/breakers", h))
 //
 // Mount it on an internal listener, not the one that serves users, and behind TLS: the

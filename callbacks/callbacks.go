@@ -18,6 +18,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/docstrings"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 )
 
 const defaultDocstring = docstrings.Sentence
@@ -34,7 +35,7 @@ const defaultDocstring = docstrings.Sentence
 // separate goroutines, and their callbacks run concurrently. Per-call and
 // per-invocation state is kept inside it, keyed by the call's tool context and the
 // invocation ID, and freed when the call and the run end. User hooks (OnEvent,
-// Fallback) are never called with a lock held.
+// Fallback) and the Observer are never called with a lock held.
 type Callbacks struct {
 	cfg     Config
 	deps    *dependencymap.Map
@@ -42,6 +43,7 @@ type Callbacks struct {
 	bulk    *bulkhead.Group
 	log     *slog.Logger
 	onEvent func(Event)
+	obs     observe.Calls // nil: none
 	clk     clock.Clock
 	idle    time.Duration
 
@@ -91,6 +93,7 @@ func New(cfg Config) (*Callbacks, error) {
 		bulk:        group,
 		log:         cfg.Logger,
 		onEvent:     cfg.OnEvent,
+		obs:         cfg.Observer,
 		clk:         cfg.Clock,
 		idle:        cfg.IdleInvocationTimeout,
 		exemptNames: map[string]bool{},

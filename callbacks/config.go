@@ -15,6 +15,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 )
 
 // ErrNoDependencies is returned by New when Config.Dependencies is nil.
@@ -104,6 +105,18 @@ type Config struct {
 	// caused it and with no lock held; a panic in it is recovered and logged. Keep it
 	// quick. Defaults to none.
 	OnEvent func(Event)
+	// Observer receives the calls for metrics and traces; pass a *telemetry.Telemetry.
+	// It gets, with the call's adk-go tool context (which carries the "execute_tool"
+	// span and the call's IDs): ShortCircuit for each call an open breaker answered,
+	// BulkheadRejected for each call a full bulkhead refused, and CallOutcome exactly
+	// once for each admitted call that reached its tool (or may have: a call released
+	// without its after-callback is reported as UNKNOWN), never for a call another
+	// plugin stopped before the tool or for an agentbreaker payload. Its BreakerEvent
+	// and RetryBudgetExhausted are not called from here: give BreakerEvent to
+	// dependencymap.Config.OnStateChange. It runs on the call's goroutine with no lock
+	// held; a panic in it is recovered and logged. Defaults to none (nil), which costs
+	// nothing.
+	Observer observe.Calls
 	// Clock tells the time for elapsed times, events and idle expiry. Defaults to a
 	// coarse (about 1ms) monotonic reading of the system clock.
 	Clock clock.Clock

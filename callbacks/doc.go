@@ -51,4 +51,11 @@
 //
 // Every decision is an [Event] for Config.OnEvent and a log record on Config.Logger
 // with stable keys. Raw upstream text is logged, never shown to the model.
+//
+// For metrics and traces, set Config.Observer to a *telemetry.Telemetry (any
+// observe.Calls will do): each short-circuit, each bulkhead rejection and, once per
+// call that reached its tool, the call's outcome are reported with the call's tool
+// context, so the decision also lands on adk-go's "execute_tool" span. Give the same
+// Telemetry's BreakerEvent to the dependency map's OnStateChange and let it Watch the
+// map, and the breakers' states and transitions are exported too.
 package callbacks

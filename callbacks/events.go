@@ -16,7 +16,9 @@ const (
 	// EventCallOutcome: a guarded call finished and its outcome was reported to the
 	// breaker.
 	EventCallOutcome EventKind = iota + 1
-	// EventShortCircuit: an open breaker answered a call with the unavailable payload.
+	// EventShortCircuit: an open breaker answered a call with the unavailable payload,
+	// or the loop guard did for a tool it hid from the model because its dependency
+	// was open (the model called it anyway).
 	EventShortCircuit
 	// EventBulkheadRejected: a full bulkhead answered a call with the busy payload; the
 	// breaker counted a failure.

@@ -74,6 +74,7 @@ type fixture struct {
 	deps  *dependencymap.Map
 	cb    *callbacks.Callbacks
 	ev    *events
+	obs   *recorder // the Observer, unless the test set its own
 	model *breakertest.Model
 	h     *breakertest.Harness
 	sid   string
@@ -84,7 +85,7 @@ type fixtureConfig struct {
 	steps  []breakertest.Step
 	then   func(breakertest.Request) breakertest.Step
 	deps   map[string]dependencymap.Dependency
-	cfg    callbacks.Config // Dependencies, OnEvent and Clock are filled in
+	cfg    callbacks.Config // Dependencies, OnEvent, Clock and (if nil) Observer are filled in
 	before []*plugin.Plugin // plugins registered before agentbreaker
 	after  []*plugin.Plugin // plugins registered after agentbreaker
 	marker bool             // register the dispatch marker last
@@ -93,7 +94,7 @@ type fixtureConfig struct {
 
 func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	t.Helper()
-	f := &fixture{clk: clock.NewFake(time.Time{}), ev: &events{}}
+	f := &fixture{clk: clock.NewFake(time.Time{}), ev: &events{}, obs: &recorder{}}
 	f.deps = dependencymap.MustNew(dependencymap.Config{Default: policy, Dependencies: fc.deps, Clock: f.clk})
 	cfg := fc.cfg
 	cfg.Dependencies = f.deps
@@ -103,6 +104,9 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		cfg.OnEvent = f.ev.add
 	}
 	cfg.Clock = f.clk
+	if cfg.Observer == nil {
+		cfg.Observer = f.obs
+	}
 	cfg.TrackDispatch = cfg.TrackDispatch || fc.marker
 	f.cb = callbacks.MustNew(cfg)
 	f.model = breakertest.MustNewModel(breakertest.ModelConfig{Steps: fc.steps, Then: fc.then})

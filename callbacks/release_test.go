@@ -69,6 +69,7 @@ func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 		want    breaker.Verdict
 		kind    callbacks.EventKind
 		seeText string // in the function response the model gets
+		unsent  bool   // the call never reached its tool: no CallOutcome for the Observer
 	}{
 		{name: "success", run: ok, want: breaker.Success, kind: callbacks.EventCallOutcome},
 		{name: "tool error", run: fail, want: breaker.Failure, kind: callbacks.EventCallOutcome},
@@ -79,11 +80,11 @@ func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 			before:  func(*testing.T) []*plugin.Plugin { return []*plugin.Plugin{retryandreflect.MustNew()} },
 			seeText: "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"},
 		{name: "a later plugin answers instead of the tool (marker)", run: fail, want: breaker.Ignore, kind: callbacks.EventCallOutcome,
-			after: func(t *testing.T) []*plugin.Plugin { return []*plugin.Plugin{cachePlugin(t)} }, marker: true, seeText: "cached"},
+			after: func(t *testing.T) []*plugin.Plugin { return []*plugin.Plugin{cachePlugin(t)} }, marker: true, seeText: "cached", unsent: true},
 		{name: "a later plugin answers instead of the tool (no marker)", run: fail, want: breaker.Success, kind: callbacks.EventCallOutcome,
 			after: func(t *testing.T) []*plugin.Plugin { return []*plugin.Plugin{cachePlugin(t)} }, seeText: "cached"},
 		{name: "a later plugin refuses with an error (marker)", run: ok, want: breaker.Ignore, kind: callbacks.EventCallOutcome,
-			after: func(t *testing.T) []*plugin.Plugin { return []*plugin.Plugin{refusePlugin(t)} }, marker: true, seeText: "policy forbids"},
+			after: func(t *testing.T) []*plugin.Plugin { return []*plugin.Plugin{refusePlugin(t)} }, marker: true, seeText: "policy forbids", unsent: true},
 		{name: "panic in a function tool", run: func(agent.Context) (map[string]any, error) { panic("tool bug") },
 			want: breaker.Failure, kind: callbacks.EventCallOutcome},
 		{name: "panic in a wrapped raw tool", run: func(agent.Context) (map[string]any, error) { panic("tool bug") }, wrap: true,
@@ -150,6 +151,24 @@ func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 				}
 				require.Len(t, f.ev.of(tt.kind), 1, "events: %v", f.ev.kinds())
 				f.requireClean(t)
+				// The Observer hears of the call once if it reached its tool, never if not,
+				// with the call's own tool context; nothing here was refused locally.
+				o := f.obs.snapshot()
+				require.Empty(t, o.shorts)
+				require.Empty(t, o.rejected)
+				if tt.unsent {
+					require.Empty(t, o.calls)
+				} else {
+					require.Len(t, o.calls, 1)
+					c := o.calls[0]
+					require.Equal(t, "crm", c.v.Dependency)
+					require.Equal(t, "lookup", c.v.Tool)
+					require.Equal(t, probe, c.v.Probe)
+					require.Equal(t, f.ev.of(tt.kind)[0].Outcome, c.v.Outcome)
+					require.Equal(t, f.ev.of(tt.kind)[0].Class, c.v.Class)
+					require.NotEmpty(t, c.v.RequestID)
+					require.Equal(t, c.v.RequestID, c.callID, "reported with the call's tool context")
+				}
 				s := b.Snapshot()
 				if !probe {
 					switch tt.want {

@@ -62,6 +62,7 @@ type call struct {
 
 	// Set by the on-error callback, under the invocation's lock.
 	errSeen bool
+	errSent bool // the error came from the tool, not from a callback that refused the call
 	errCls  classify.Classification
 	errText string
 }
@@ -196,7 +197,10 @@ func (c *Callbacks) free(ctx context.Context, id string) {
 	inv := v.(*invocation)
 	for _, cl := range inv.drain() {
 		c.orphans.Add(1)
-		c.settle(ctx, inv, cl, classify.Classification{Outcome: classify.Unknown, Class: classify.ClassCanceled, Verdict: classify.Neutral}, "", EventOrphanReleased)
+		// Without the dispatch marker's word it may have reached its tool: report it
+		// to the Observer as UNKNOWN rather than lose it.
+		sent := !cl.tracked || cl.dispatched.Load()
+		c.settle(ctx, inv, cl, classify.Classification{Outcome: classify.Unknown, Class: classify.ClassCanceled, Verdict: classify.Neutral}, "", EventOrphanReleased, sent)
 	}
 }
 

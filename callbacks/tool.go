@@ -50,7 +50,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			if r := recover(); r != nil {
 				if admitted != nil && inv != nil {
 					if cl := inv.take(k, l); cl != nil {
-						c.settle(ctx, inv, cl, notSent, "", 0)
+						c.settle(ctx, inv, cl, notSent, "", 0, false)
 					}
 				}
 				result, err = nil, nil
@@ -102,7 +102,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		c.inFlight.Add(1)
 		if !inv.add(k, admitted) {
 			// The run's state was freed under us (the run ended): give everything back.
-			c.settle(ctx, inv, admitted, notSent, "", 0)
+			c.settle(ctx, inv, admitted, notSent, "", 0, false)
 		}
 		return nil, nil
 	}
@@ -113,17 +113,22 @@ func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep s
 	d := inv.tracker.ShortCircuit(dep)
 	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count) // a mirror for visibility; the count lives in the tracker
 	in := c.payloadInfo(ctx, tool, dep, args)
+	state := b.State()
 	var oe *breaker.OpenError
 	if errors.As(openErr, &oe) {
 		in.RetryAfter = oe.RetryAfter()
+		state = oe.State // the state that refused the call, which b.State() may have left already
 	}
 	in.Firm, in.ShortCircuits = d.Firm, d.Count
 	p := payloads.Unavailable(in)
 	at := c.timeOf(c.nanos())
 	e := Event{Kind: EventShortCircuit, At: at, Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
 		Outcome: classify.FailedBeforeSend, Class: classify.ClassBreakerOpen, Verdict: classify.Neutral,
-		BreakerState: b.State(), PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
+		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
 	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: breaker open; call short-circuited")
+	if c.obs != nil {
+		c.observeShortCircuit(ctx, dep, tool, e.CallID, state, in.RetryAfter)
+	}
 	if d.FirstFirm {
 		e.Kind = EventLoopGuardFirm
 		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling an unavailable tool; payload is now firm")
@@ -144,6 +149,9 @@ func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b
 		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull, Verdict: classify.Counts,
 		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
 	c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead full; call rejected and counted as a failure")
+	if c.obs != nil {
+		c.observeBulkheadRejected(ctx, dep, tool, e.CallID)
+	}
 	var fe *bulkhead.FullError
 	if errors.As(full, &fe) && fe.Sustained && state == breaker.Closed {
 		e.Kind = EventBulkheadSaturated
@@ -186,6 +194,7 @@ func (c *Callbacks) onToolError(l layer) llmagent.OnToolErrorCallback {
 			return c.unadmittedError(ctx, inv, l, t, toolErr), nil
 		}
 		var cls classify.Classification
+		sent := false
 		switch {
 		case cl.tracked && !cl.dispatched.Load():
 			cls = notSent // a callback after ours refused the call with an error
@@ -193,9 +202,10 @@ func (c *Callbacks) onToolError(l layer) llmagent.OnToolErrorCallback {
 			cls = notSent // waiting for, or refused by, a person: the dependency was not called
 		default:
 			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
+			sent = true
 		}
 		inv.mu.Lock()
-		cl.errSeen, cl.errCls, cl.errText = true, cls, toolErr.Error()
+		cl.errSeen, cl.errSent, cl.errCls, cl.errText = true, sent, cls, toolErr.Error()
 		inv.mu.Unlock()
 		if c.mutating[cl.tool] && cls.Outcome == classify.Unknown && cls.Verdict == classify.Counts {
 			in := payloads.Info{Dependency: cl.dep, Tool: cl.tool, Class: cls.Class}
@@ -224,8 +234,16 @@ func (c *Callbacks) unadmittedError(ctx agent.Context, inv *invocation, l layer,
 			if v, ok := c.lastClass.Load(dep); ok {
 				in.Class = v.(classify.Class)
 			}
+			e := Event{Kind: EventShortCircuit, At: c.timeOf(c.nanos()), Dependency: dep, Tool: name, CallID: ctx.FunctionCallID(),
+				InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBreakerOpen, Verdict: classify.Neutral,
+				ShortCircuits: d.Count}
 			if b, ok := c.deps.Get(dep); ok {
 				in.RetryAfter = b.RetryAfter()
+				e.BreakerState, e.PolicyVersion = b.State(), b.Policy().Version
+			}
+			c.emit(ctx, e, slog.LevelInfo, "agentbreaker: model called a tool hidden because its dependency is open; call short-circuited")
+			if c.obs != nil {
+				c.observeShortCircuit(ctx, dep, name, e.CallID, e.BreakerState, in.RetryAfter)
 			}
 			return payloads.Unavailable(in)
 		}
@@ -254,7 +272,7 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 			return nil, nil // not ours: exempt, short-circuited, or the other layer's
 		}
 		inv.mu.Lock()
-		errSeen, cls, text := cl.errSeen, cl.errCls, cl.errText
+		errSeen, sent, cls, text := cl.errSeen, cl.errSent, cl.errCls, cl.errText
 		inv.mu.Unlock()
 		kind := EventCallOutcome
 		switch {
@@ -265,24 +283,25 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 			cls = notSent // a callback after ours answered instead of the tool
 		case toolErr != nil:
 			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
-			text = toolErr.Error()
+			text, sent = toolErr.Error(), true
 		case payloads.Is(result):
 			cls = classify.ToolResult(result) // someone's agentbreaker payload: never a call
 		case isReflectAndRetry(result):
 			// A plugin ahead of ours answered the tool's error: the failure is hidden.
 			c.misorders.Add(1)
 			cls = classify.Classification{Outcome: classify.Unknown, Class: classify.ClassUnclassified, Verdict: classify.Neutral}
-			kind = EventMisordered
+			kind, sent = EventMisordered, true // the tool ran and failed; only the outcome is lost
 		default:
 			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Result: result})
 			if cls.Verdict != classify.Healthy {
 				text = inBandText(result)
 			}
+			sent = true
 		}
 		if cls.Outcome == classify.Succeeded && c.cfg.Cache != nil {
 			c.cfg.Cache.Put(cl.tool, args, result)
 		}
-		c.settle(ctx, inv, cl, cls, text, kind)
+		c.settle(ctx, inv, cl, cls, text, kind, sent)
 		return nil, nil
 	}
 }
@@ -319,9 +338,11 @@ func report(cls classify.Classification) breaker.Report {
 }
 
 // settle reports a call's outcome to its breaker, gives back its bulkhead slot and
-// tells the hook and the log. The caller has removed cl from its invocation, which
-// makes this the one release of the call. kind 0 reports nothing.
-func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind) {
+// tells the hook, the log and, when sent says the call reached (or may have reached)
+// its tool, the Observer. The caller has removed cl from its invocation, which makes
+// this the one release of the call. kind 0 reports nothing.
+func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind, sent bool) {
+	probe := cl.permit.IsProbe() // read before Report, which spends the permit
 	cl.permit.Report(report(cls))
 	if cl.bulk != nil {
 		cl.bulk.Release()
@@ -348,7 +369,12 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 	}
 	if text != "" {
 		c.emit(ctx, e, level, msg, upstreamText(text))
-		return
+	} else {
+		c.emit(ctx, e, level, msg)
 	}
-	c.emit(ctx, e, level, msg)
+	if sent && c.obs != nil {
+		// The call's own tool context, even when settled from the end of the run: it
+		// carries the call's IDs and its execute_tool span.
+		c.observeCall(cl.ctx, cl, e.CallID, cls, e.Elapsed, probe)
+	}
 }

@@ -19,7 +19,11 @@
 //	})
 //	tel.Watch(deps)
 //
-// Then hand tel to the packages that take an observe.Observer.
+// Then hand tel to the packages that take an observe.Observer; for the tool callbacks:
+//
+//	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observer: tel})
+//
+// Give the breakers, the callbacks and the telemetry the same clock.
 //
 // # Metrics
 //
