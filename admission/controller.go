@@ -1,0 +1,248 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/retry"
+)
+
+// Config configures a Controller.
+type Config struct {
+	// Map holds the dependencies' breakers (dependencymap.Map.Get). Required. To drain
+	// queues when breakers close, register Controller.OnStateChange in the map's
+	// OnStateChange listeners (see the package example).
+	Map *dependencymap.Map
+	// Journal stores the queue durably. Required.
+	Journal *journal.Journal
+	// MinQueuePriority: work below it is rejected while its dependency is open, with
+	// reason low_priority. Defaults to PriorityNormal.
+	MinQueuePriority Priority
+	// MaxQueued caps the items waiting per dependency. Defaults to 1000.
+	MaxQueued int
+	// Replay runs a queued item again once its dependency has recovered; an error marks
+	// the item failed. Required unless every item is queued with ReplayHandOver.
+	Replay func(ctx context.Context, it journal.QueueItem) error
+	// OnHandOver receives ReplayHandOver items when their dependency recovers. Defaults
+	// to none (they are then only reported through OnEvent).
+	OnHandOver func(it journal.QueueItem)
+	// ReplayRate bounds replays per dependency, in items per second, so a recovered
+	// dependency is not flooded by its backlog. From 0.001 to 1000. Defaults to 1.
+	ReplayRate float64
+	// SweepEvery is how often Run drops expired items. Defaults to 1m.
+	SweepEvery time.Duration
+	// NewTicker starts Run's sweep ticker. Defaults to time.NewTicker; tests pass a
+	// channel they tick by hand.
+	NewTicker func(d time.Duration) (c <-chan time.Time, stop func())
+	// Sleeper spaces replays. Defaults to retry.SystemSleeper.
+	Sleeper retry.Sleeper
+	// Clock decides expiry. Defaults to the system clock.
+	Clock clock.Clock
+	// OnEvent hooks receive every queue event (queued, replayed, replay_failed,
+	// expired, handed_over, interrupted), on the goroutine that caused it, outside any
+	// lock. Expired items are always reported here. Defaults to none.
+	OnEvent []func(Event)
+	// Logger, when set, also receives every event. Defaults to none.
+	Logger *slog.Logger
+}
+
+// Controller decides what happens to new work while a dependency is down, keeps the
+// work that may wait in the journal, and replays it when the dependency recovers. It
+// is safe for concurrent use.
+type Controller struct {
+	cfg    Config
+	wake   chan struct{}
+	mu     sync.Mutex
+	wanted map[string]bool // dependencies whose breaker closed and wait for a drain
+}
+
+// New returns a Controller, or a *ConfigError naming the first invalid field.
+func New(cfg Config) (*Controller, error) {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Field: field, Value: v, Problem: problem}
+	}
+	switch {
+	case cfg.Map == nil:
+		return nil, bad("Map", "nil", "is required")
+	case cfg.Journal == nil:
+		return nil, bad("Journal", "nil", "is required")
+	}
+	if cfg.MinQueuePriority == 0 {
+		cfg.MinQueuePriority = PriorityNormal
+	}
+	if cfg.MaxQueued == 0 {
+		cfg.MaxQueued = 1000
+	}
+	if cfg.MaxQueued < 0 {
+		return nil, bad("MaxQueued", cfg.MaxQueued, "must be positive")
+	}
+	if cfg.ReplayRate == 0 {
+		cfg.ReplayRate = 1
+	}
+	if !(cfg.ReplayRate >= 0.001 && cfg.ReplayRate <= 1000) || math.IsNaN(cfg.ReplayRate) {
+		return nil, bad("ReplayRate", cfg.ReplayRate, "must be between 0.001 and 1000 items per second")
+	}
+	if cfg.SweepEvery == 0 {
+		cfg.SweepEvery = time.Minute
+	}
+	if cfg.SweepEvery < 0 {
+		return nil, bad("SweepEvery", cfg.SweepEvery, "must be positive")
+	}
+	if cfg.NewTicker == nil {
+		cfg.NewTicker = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		}
+	}
+	if cfg.Sleeper == nil {
+		cfg.Sleeper = retry.SystemSleeper{}
+	}
+	cfg.Clock = clock.OrSystem(cfg.Clock)
+	for i, h := range cfg.OnEvent {
+		if h == nil {
+			return nil, bad(fmt.Sprintf("OnEvent[%d]", i), "nil", "hook is nil")
+		}
+	}
+	return &Controller{cfg: cfg, wake: make(chan struct{}, 1), wanted: map[string]bool{}}, nil
+}
+
+// MustNew is New for configurations known to be valid; it panics on error.
+func MustNew(cfg Config) *Controller {
+	c, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// Work is one step an agent wants to take.
+type Work struct {
+	// Dependency is the dependency key the step needs; "" for a step that needs none
+	// (local reasoning, a cache), which is always admitted.
+	Dependency string
+	// Tool, RequestID and IdempotencyKey identify the step; the key goes with a replay.
+	Tool           string
+	RequestID      string
+	IdempotencyKey string
+	// Priority: below Config.MinQueuePriority the step is rejected while the
+	// dependency is open. Defaults to 0, which is below every usual priority.
+	Priority Priority
+	// ReadOnly marks a step that only reads. Reads are never queued: by the time they
+	// ran their answer would be stale.
+	ReadOnly bool
+	// MaxWait is how long the step may wait for the dependency. Zero means it cannot
+	// wait. A queued step expires MaxWait after it was queued.
+	MaxWait time.Duration
+	// ReplayPolicy says how a queued step is replayed. Defaults to ReplayAuto.
+	ReplayPolicy ReplayPolicy
+	// Payload is what the replay needs, such as the call's arguments. It is stored as
+	// given.
+	Payload []byte
+}
+
+// Admit decides about one piece of work. When the dependency is available (its breaker
+// is closed, or its cooldown is over so this call may be the probe) the work is
+// admitted. When it is open: reads, low-priority work and work that cannot wait are
+// rejected with a reason; work that may wait is queued durably, with an expiry,
+// unless the expiry comes before the dependency can even be tried again.
+func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
+	d := Decision{Dependency: w.Dependency, Tool: w.Tool}
+	if w.MaxWait < 0 {
+		return d, &ConfigError{Field: "Work.MaxWait", Value: w.MaxWait, Problem: "must not be negative"}
+	}
+	if w.ReplayPolicy == "" {
+		w.ReplayPolicy = ReplayAuto
+	}
+	if w.ReplayPolicy != ReplayAuto && w.ReplayPolicy != ReplayHandOver {
+		return d, &ConfigError{Field: "Work.ReplayPolicy", Value: fmt.Sprintf("%q", w.ReplayPolicy), Problem: `must be "auto" or "hand_over"`}
+	}
+	if w.ReplayPolicy == ReplayAuto && c.cfg.Replay == nil && w.MaxWait > 0 {
+		return d, &ConfigError{Field: "Config.Replay", Value: "nil", Problem: "is required to queue work with ReplayAuto"}
+	}
+	if w.Dependency == "" {
+		d.Verdict, d.Reason = Admit, ReasonNoDependency
+		return d, nil
+	}
+	b, ok := c.cfg.Map.Get(w.Dependency)
+	if !ok {
+		d.Verdict, d.Reason = Admit, ReasonUnguarded
+		return d, nil
+	}
+	now := c.cfg.Clock.Now()
+	state := b.State()
+	d.BreakerState = state.String()
+	wait := b.RetryAfter()
+	if available(state, wait) {
+		d.Verdict, d.Reason = Admit, ReasonAvailable
+		return d, nil
+	}
+	if wait > 0 {
+		d.RecoverAt = now.Add(wait)
+	}
+	d.Verdict = Reject
+	switch {
+	case w.ReadOnly:
+		d.Reason = ReasonReadOnly
+		return d, nil
+	case w.Priority < c.cfg.MinQueuePriority:
+		d.Reason = ReasonLowPriority
+		return d, nil
+	case w.MaxWait == 0:
+		d.Reason = ReasonCannotWait
+		return d, nil
+	}
+	d.QueuedUntil = now.Add(w.MaxWait)
+	if !d.RecoverAt.IsZero() && !d.RecoverAt.Before(d.QueuedUntil) {
+		d.Reason = ReasonExpiresFirst
+		return d, nil
+	}
+	it, err := c.cfg.Journal.Enqueue(ctx, journal.QueueItem{
+		Dependency: w.Dependency, Tool: w.Tool, RequestID: w.RequestID, IdempotencyKey: w.IdempotencyKey,
+		Priority: int(w.Priority), CreatedAt: now, ExpiresAt: d.QueuedUntil, ReplayPolicy: string(w.ReplayPolicy),
+		Payload: w.Payload,
+	}, c.cfg.MaxQueued)
+	if errors.Is(err, journal.ErrQueueFull) {
+		d.Reason, d.MaxQueued = ReasonQueueFull, c.cfg.MaxQueued
+		return d, nil
+	}
+	if err != nil {
+		return d, err
+	}
+	d.Verdict, d.Reason, d.ItemID, d.QueuedUntil = Queue, ReasonQueued, it.ID, it.ExpiresAt
+	c.emit(Event{Kind: EventQueued, Item: it, Reason: d.Message(nil), At: now})
+	return d, nil
+}
+
+// available reports whether a call may go to a dependency whose breaker is in state s
+// with wait left before its next probe: closed, half-open (the breaker picks the
+// probe), or open with its cooldown over, so that this call can be the probe. Holding
+// that call back too would leave the breaker open for ever, and its queue with it.
+func available(s breaker.State, wait time.Duration) bool {
+	switch s {
+	case breaker.Closed, breaker.ForcedClosed, breaker.HalfOpen:
+		return true
+	case breaker.Open:
+		return wait <= 0
+	}
+	return false
+}
+
+// ConfigError reports one invalid configuration or input value.
+type ConfigError struct {
+	Field   string
+	Value   any
+	Problem string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("admission: %s = %v: %s", e.Field, e.Value, e.Problem)
+}

@@ -1,0 +1,308 @@
+package httptransport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/retry"
+)
+
+// Transport is an http.RoundTripper for the HTTP clients that tools use. For each
+// request it finds the dependency by host, asks its breaker and bulkhead before
+// dialing, sends the operation's idempotency key, decides the outcome with
+// net/http/httptrace and reports it to the breaker. It is safe for concurrent use.
+//
+// The outcome of a failed round trip:
+//
+//	no connection, or nothing written on it       FAILED_BEFORE_SEND
+//	request written (even in part), then failure  UNKNOWN
+//	a response                                    by status (classify.HTTPStatus)
+//
+// "Written" means net/http reported the request's headers written to a connection
+// (httptrace WroteHeaders). Headers may still have sat in a buffer then, but a failure
+// after that point cannot prove the server saw nothing, so it is UNKNOWN: only proof
+// makes a call FAILED_BEFORE_SEND.
+type Transport struct {
+	cfg Config
+}
+
+// New returns a Transport, or a *ConfigError naming the first invalid field.
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	return &Transport{cfg: cfg}, nil
+}
+
+// MustNew is New for configurations known to be valid; it panics on error.
+func MustNew(cfg Config) *Transport {
+	t, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Result describes one round trip, for Config.OnResult hooks.
+type Result struct {
+	// Dependency is the dependency key of the host; "" when the host is not mapped.
+	Dependency string
+	Method     string
+	Host       string
+	// Classification is the round trip's outcome.
+	Classification classify.Classification
+	// Connected reports that a connection was obtained; Wrote that the request was
+	// (at least partly) written to it.
+	Connected, Wrote bool
+	// BreakerState is the breaker's state when the request was admitted or refused;
+	// "" when no breaker guards the host.
+	BreakerState string
+	// Elapsed runs from the start of the round trip to the response headers or the error.
+	Elapsed time.Duration
+	// Err is the round trip's error, nil when a response arrived.
+	Err error
+}
+
+// trace records what net/http did with one request. Its hooks run on net/http's
+// goroutines, hence the atomics.
+type trace struct {
+	connected atomic.Bool
+	wrote     atomic.Bool
+}
+
+func (tr *trace) hooks() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { tr.connected.Store(true) },
+		WroteHeaders: func() { tr.wrote.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { tr.wrote.Store(true) },
+	}
+}
+
+type recordKey struct{}
+
+// record travels with the request's context so that ClassificationOf can find the
+// outcome of a response.
+type record struct {
+	c classify.Classification
+}
+
+// RoundTrip sends one request.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	cfg := &t.cfg
+	start := cfg.Clock.Now()
+	res := Result{Method: req.Method}
+	if req.URL != nil {
+		res.Host = req.URL.Host
+	}
+	b := t.breakerFor(req)
+	if b != nil {
+		res.Dependency = b.Name()
+	}
+
+	var permit breaker.Permit
+	if b != nil {
+		p, err := b.Allow()
+		if err != nil {
+			state := b.State()
+			if oe, ok := errors.AsType[*breaker.OpenError](err); ok {
+				state = oe.State
+			}
+			res.BreakerState = state.String()
+			retry.ReportBreakerState(req.Context(), state)
+			return nil, t.fail(req, &res, start, err, nil)
+		}
+		permit = p
+		res.BreakerState = b.State().String()
+		retry.ReportBreakerState(req.Context(), b.State())
+	}
+	release := func() {}
+	if bh := cfg.Bulkheads[res.Dependency]; bh != nil && res.Dependency != "" {
+		rel, err := bh.TryAcquire()
+		if err != nil {
+			permit.Ignore() // the dependency was not asked, so its health is unknown
+			if _, ok := errors.AsType[classify.LocalRejection](err); !ok {
+				err = &bulkheadFull{dependency: res.Dependency, err: err}
+			}
+			return nil, t.fail(req, &res, start, err, nil)
+		}
+		if rel != nil {
+			release = rel
+		}
+	}
+
+	tr := &trace{}
+	rec := &record{}
+	ctx := httptrace.WithClientTrace(req.Context(), tr.hooks())
+	ctx = context.WithValue(ctx, recordKey{}, rec)
+	ctx, cancel := context.WithCancelCause(ctx)
+	var timedOut atomic.Bool
+	stopTimer := func() bool { return false }
+	if cfg.Timeout > 0 {
+		stopTimer = cfg.AfterFunc(cfg.Timeout, func() {
+			timedOut.Store(true)
+			cancel(ErrTimeout)
+		})
+	}
+	var once sync.Once
+	finish := func() {
+		once.Do(func() {
+			stopTimer()
+			cancel(nil)
+			release()
+		})
+	}
+
+	out := req.Clone(ctx)
+	if h := cfg.IdempotencyHeader; h != "-" {
+		if key := retry.IdempotencyKeyFrom(req.Context()); key != "" && out.Header.Get(h) == "" {
+			out.Header.Set(h, key)
+		}
+	}
+
+	resp, err := cfg.Base.RoundTrip(out)
+	res.Connected, res.Wrote = tr.connected.Load(), tr.wrote.Load()
+	if err != nil {
+		if timedOut.Load() && req.Context().Err() == nil {
+			err = errors.Join(ErrTimeout, err)
+		}
+		finish()
+		return nil, t.fail(req, &res, start, err, &permit)
+	}
+	c := cfg.Classifier.Classify(classify.Input{
+		Context: req.Context(), StatusCode: resp.StatusCode, Header: resp.Header, Now: cfg.Clock.Now(),
+	})
+	rec.c = c
+	permit.Report(retry.ReportFor(c))
+	if resp.Body == nil {
+		finish()
+	} else {
+		resp.Body = &body{ReadCloser: resp.Body, finish: finish, rec: rec}
+	}
+	res.Classification = c
+	res.Elapsed = cfg.Clock.Now().Sub(start)
+	t.notify(res)
+	return resp, nil
+}
+
+// fail classifies a round trip that produced no response, reports it to the breaker
+// (when a permit was granted) and wraps the error.
+func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err error, permit *breaker.Permit) error {
+	c := t.cfg.Classifier.Classify(classify.Input{Context: req.Context(), Err: err, Now: t.cfg.Clock.Now()})
+	if errors.Is(err, ErrTimeout) && req.Context().Err() == nil {
+		// Our own timeout: evidence against the dependency, unlike the caller's deadline.
+		if res.Wrote {
+			c = classify.ForClass(classify.ClassTimeout)
+		} else {
+			c = classify.ForClass(classify.ClassConnectTimeout)
+		}
+	}
+	_, local := errors.AsType[classify.LocalRejection](err)
+	switch {
+	case !res.Wrote:
+		c.Outcome = classify.FailedBeforeSend // proof: nothing reached a connection
+	case c.Outcome == classify.FailedBeforeSend && !local:
+		// net/http may have retried on a new connection after writing on an old one
+		// (it does for requests with an idempotency key); the first write counts.
+		c.Outcome = classify.Unknown
+	}
+	if permit != nil {
+		permit.Report(retry.ReportFor(c))
+	}
+	res.Classification = c
+	res.Err = err
+	res.Elapsed = t.cfg.Clock.Now().Sub(start)
+	t.notify(*res)
+	return &Error{Dependency: res.Dependency, Classification: c, Err: err}
+}
+
+func (t *Transport) notify(r Result) {
+	for _, h := range t.cfg.OnResult {
+		h(r)
+	}
+}
+
+// breakerFor finds the breaker of the request's host: host:port first, then the name.
+func (t *Transport) breakerFor(req *http.Request) *breaker.Breaker {
+	m := t.cfg.Map
+	if m == nil || req.URL == nil {
+		return nil
+	}
+	if b := m.ForHost(req.URL.Host); b != nil {
+		return b
+	}
+	if name := req.URL.Hostname(); name != req.URL.Host {
+		return m.ForHost(name)
+	}
+	return nil
+}
+
+// CloseIdleConnections closes the idle connections of the base transport, when it
+// has such a method.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.cfg.Base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// body releases the round trip's bulkhead slot and timer when the caller is done.
+type body struct {
+	io.ReadCloser
+	finish func()
+	rec    *record
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.finish()
+	}
+	return n, err
+}
+
+func (b *body) Close() error {
+	err := b.ReadCloser.Close()
+	b.finish()
+	return err
+}
+
+// ClassificationOf returns the outcome the Transport decided for a round trip: from
+// err when it is an *Error, or from the response when a Transport handled it. ok is
+// false when neither says; then classify.Classify on the status is the best guess.
+func ClassificationOf(resp *http.Response, err error) (c classify.Classification, ok bool) {
+	if e, isErr := errors.AsType[*Error](err); isErr {
+		return e.Classification, true
+	}
+	if err == nil && resp != nil {
+		if b, isBody := resp.Body.(*body); isBody {
+			return b.rec.c, true
+		}
+		if resp.Request != nil {
+			if rec, isRec := resp.Request.Context().Value(recordKey{}).(*record); isRec {
+				return rec.c, true
+			}
+		}
+	}
+	return classify.Classification{}, false
+}
+
+// Classify returns the outcome of a round trip as retry.Func wants it: the Transport's
+// classification when there is one, else the classify package's reading of the error
+// and status. ctx is the caller's context.
+func Classify(ctx context.Context, resp *http.Response, err error) classify.Classification {
+	if c, ok := ClassificationOf(resp, err); ok {
+		return c
+	}
+	in := classify.Input{Context: ctx, Err: err}
+	if resp != nil {
+		in.StatusCode, in.Header = resp.StatusCode, resp.Header
+	}
+	return classify.Classify(in)
+}

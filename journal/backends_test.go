@@ -1,0 +1,103 @@
+package journal_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+func postgresDSN() string {
+	if dsn := os.Getenv("AGENTBREAKER_POSTGRES_DSN"); dsn != "" {
+		return dsn
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// backend is one place a journal can live, with raw access for tests that must reach
+// past the API (to corrupt a row, or fake a newer schema).
+type backend struct {
+	name string
+	// config returns a Config for a fresh, empty journal of this backend.
+	config func(t testing.TB) journal.Config
+	// raw runs a statement directly on the database of cfg.
+	raw func(t testing.TB, cfg journal.Config, stmt string, args ...any)
+}
+
+var backends = []backend{
+	{
+		name: "sqlite",
+		config: func(t testing.TB) journal.Config {
+			return journal.Config{Backend: journal.SQLite{Path: filepath.Join(t.TempDir(), "journal.db")}}
+		},
+		raw: func(t testing.TB, cfg journal.Config, stmt string, args ...any) {
+			db, err := sql.Open("sqlite", cfg.Backend.(journal.SQLite).Path)
+			require.NoError(t, err)
+			defer db.Close()
+			_, err = db.Exec(stmt, args...)
+			require.NoError(t, err)
+		},
+	},
+	{
+		name: "postgres",
+		config: func(t testing.TB) journal.Config {
+			prefix := uniquePrefix()
+			t.Cleanup(func() { dropPrefix(t, prefix) })
+			return journal.Config{Backend: journal.Postgres{DSN: postgresDSN()}, Prefix: prefix}
+		},
+		raw: func(t testing.TB, cfg journal.Config, stmt string, args ...any) {
+			c, err := pgx.Connect(context.Background(), postgresDSN())
+			require.NoError(t, err)
+			defer c.Close(context.Background())
+			_, err = c.Exec(context.Background(), stmt, args...)
+			require.NoError(t, err)
+		},
+	},
+}
+
+// uniquePrefix keeps parallel tests (and runs) on the shared server apart.
+func uniquePrefix() string { return "t" + strings.ToLower(rand.Text()[:12]) + "_" }
+
+func dropPrefix(t testing.TB, prefix string) {
+	c, err := pgx.Connect(context.Background(), postgresDSN())
+	if err != nil {
+		t.Errorf("dropping test tables %s: %v", prefix, err)
+		return
+	}
+	defer c.Close(context.Background())
+	for _, tbl := range []string{"intents", "queue", "schema_migrations"} {
+		if _, err := c.Exec(context.Background(), "DROP TABLE IF EXISTS "+prefix+tbl); err != nil {
+			t.Errorf("dropping %s%s: %v", prefix, tbl, err)
+		}
+	}
+}
+
+// open opens a journal and closes it when the test ends.
+func open(t testing.TB, cfg journal.Config) *journal.Journal {
+	t.Helper()
+	j, err := journal.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// forEachBackend runs the test body once per backend, in parallel subtests.
+func forEachBackend(t *testing.T, body func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			body(t, b)
+		})
+	}
+}
+
+func fakeClock() *clock.Fake { return clock.NewFake(time.Time{}) }

@@ -1,0 +1,49 @@
+package journal_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkIntend measures durable intents per second with 1, 8 and 64 concurrent
+// writers on both backends, and how many intents share each commit.
+//
+//	go test -run '^$' -bench Intend -benchtime 3s ./journal/
+func BenchmarkIntend(b *testing.B) {
+	for _, be := range backends {
+		for _, writers := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("%s/writers=%d", be.name, writers), func(b *testing.B) {
+				j := open(b, be.config(b))
+				ctx := context.Background()
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				start := time.Now()
+				for range writers {
+					wg.Go(func() {
+						for {
+							i := next.Add(1)
+							if i > int64(b.N) {
+								return
+							}
+							if _, err := j.Intend(ctx, dispatch(int(i))); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				elapsed := time.Since(start)
+				b.StopTimer()
+				st := j.Stats()
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "intents/s")
+				b.ReportMetric(float64(st.Writes)/float64(max(1, st.Commits)), "intents/commit")
+			})
+		}
+	}
+}

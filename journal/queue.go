@@ -1,0 +1,241 @@
+package journal
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// QueueState is where a queued item stands.
+type QueueState string
+
+// The states of a queued item.
+const (
+	// QueueWaiting: waiting for its dependency to recover.
+	QueueWaiting QueueState = "queued"
+	// QueueReplaying: taken by a replayer; a crash leaves it here (see
+	// admission's recovery of interrupted replays).
+	QueueReplaying QueueState = "replaying"
+	// QueueReplayed: replayed successfully. Final.
+	QueueReplayed QueueState = "replayed"
+	// QueueFailed: replayed, and the replay failed. Final.
+	QueueFailed QueueState = "failed"
+	// QueueExpired: its expiry passed before it could run. Final.
+	QueueExpired QueueState = "expired"
+	// QueueHandedOver: handed to the application instead of replayed. Final.
+	QueueHandedOver QueueState = "handed_over"
+	// QueueInterrupted: a replay was under way when its replayer stopped; whether it
+	// ran is unknown. Final.
+	QueueInterrupted QueueState = "interrupted"
+)
+
+// QueueItem is one piece of work waiting for a dependency to recover.
+type QueueItem struct {
+	// ID is assigned by Enqueue when empty.
+	ID         string
+	Dependency string
+	Tool       string
+	RequestID  string
+	// IdempotencyKey travels with the replay so that a dependency applies it once.
+	IdempotencyKey string
+	// Priority orders replays: higher first, then older first.
+	Priority int
+	// CreatedAt is set by Enqueue when zero.
+	CreatedAt time.Time
+	// ExpiresAt is when the item is dropped if it has not run. Required.
+	ExpiresAt time.Time
+	// ReplayPolicy says how to replay it, as the admission package defines.
+	ReplayPolicy string
+	// Payload is what the replay needs (the call's arguments, say). It is stored as
+	// given: keep personal data out unless the replay needs it.
+	Payload   []byte
+	State     QueueState
+	Reason    string
+	UpdatedAt time.Time
+}
+
+const queueCols = `id, dependency, tool, request_id, idempotency_key, priority, created_at, expires_at,
+	replay_policy, payload, state, reason, updated_at`
+
+func scanQueueItem(scan func(...any) error) (QueueItem, error) {
+	var it QueueItem
+	var prio, created, expires, updated int64
+	var state string
+	err := scan(&it.ID, &it.Dependency, &it.Tool, &it.RequestID, &it.IdempotencyKey, &prio, &created, &expires,
+		&it.ReplayPolicy, &it.Payload, &state, &it.Reason, &updated)
+	it.Priority = int(prio)
+	it.CreatedAt = time.UnixMicro(created).UTC()
+	it.ExpiresAt = time.UnixMicro(expires).UTC()
+	it.UpdatedAt = time.UnixMicro(updated).UTC()
+	it.State = QueueState(state)
+	return it, err
+}
+
+// replayOrder sorts items as they are replayed: higher priority, then older, then id.
+func replayOrder(a, b QueueItem) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(b.Priority, a.Priority)
+	}
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// Enqueue stores a waiting item durably and returns it as stored. When limit is
+// positive and the dependency already has limit items waiting, it stores nothing and
+// returns ErrQueueFull; the count and the insert share one transaction, so one
+// process never overfills a queue (processes sharing PostgreSQL may overshoot by the
+// inserts they race).
+func (j *Journal) Enqueue(ctx context.Context, it QueueItem, limit int) (QueueItem, error) {
+	switch {
+	case it.Dependency == "":
+		return it, &ConfigError{Field: "QueueItem.Dependency", Value: `""`, Problem: "is required"}
+	case it.ExpiresAt.IsZero():
+		return it, &ConfigError{Field: "QueueItem.ExpiresAt", Value: "zero", Problem: "is required: a queue without expiry becomes a second outage"}
+	}
+	now, nowUs := j.micros()
+	if it.ID == "" {
+		it.ID = "q_" + rand.Text()
+	}
+	if it.CreatedAt.IsZero() {
+		it.CreatedAt = now
+	}
+	it.CreatedAt = time.UnixMicro(it.CreatedAt.UnixMicro()).UTC()
+	it.ExpiresAt = time.UnixMicro(it.ExpiresAt.UnixMicro()).UTC()
+	if !it.ExpiresAt.After(it.CreatedAt) {
+		return it, &ConfigError{Field: "QueueItem.ExpiresAt", Value: it.ExpiresAt.Format(time.RFC3339), Problem: "must be after CreatedAt " + it.CreatedAt.Format(time.RFC3339)}
+	}
+	it.State, it.Reason, it.UpdatedAt = QueueWaiting, "", now
+	full := false
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q querier) error {
+		full = false
+		if limit > 0 {
+			var n int64
+			if err := q.query(ctx, `SELECT COUNT(*) FROM `+j.p+`queue WHERE dependency = $1 AND state = $2`,
+				[]any{it.Dependency, string(QueueWaiting)}, func(scan func(...any) error) error { return scan(&n) }); err != nil {
+				return err
+			}
+			if n >= int64(limit) {
+				full = true
+				return nil
+			}
+		}
+		_, err := q.exec(ctx, `INSERT INTO `+j.p+`queue (`+queueCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			it.ID, it.Dependency, it.Tool, it.RequestID, it.IdempotencyKey, int64(it.Priority), it.CreatedAt.UnixMicro(),
+			it.ExpiresAt.UnixMicro(), it.ReplayPolicy, it.Payload, string(it.State), it.Reason, nowUs)
+		return err
+	}})
+	if err != nil {
+		return it, fmt.Errorf("journal: queue item for %s not stored: %w", it.Dependency, err)
+	}
+	if full {
+		return it, fmt.Errorf("%w: %d items of %s already wait", ErrQueueFull, limit, it.Dependency)
+	}
+	return it, nil
+}
+
+// Queued returns the items of a dependency ("" for all) in the given states (none for
+// all), in replay order: higher priority first, then older first.
+func (j *Journal) Queued(ctx context.Context, dependency string, limit int, states ...QueueState) ([]QueueItem, error) {
+	if j.isClosed() {
+		return nil, ErrClosed
+	}
+	where, args := "WHERE 1 = 1", []any{}
+	if dependency != "" {
+		args = append(args, dependency)
+		where += fmt.Sprintf(" AND dependency = $%d", len(args))
+	}
+	if len(states) > 0 {
+		where += " AND state IN ("
+		for i, s := range states {
+			args = append(args, string(s))
+			if i > 0 {
+				where += ", "
+			}
+			where += fmt.Sprintf("$%d", len(args))
+		}
+		where += ")"
+	}
+	where += " ORDER BY priority DESC, created_at, id"
+	if limit > 0 {
+		where += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	var out []QueueItem
+	err := j.store.read(ctx, func(q querier) error {
+		return q.query(ctx, `SELECT `+queueCols+` FROM `+j.p+`queue `+where, args, func(scan func(...any) error) error {
+			it, err := scanQueueItem(scan)
+			out = append(out, it)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: reading queue: %w", err)
+	}
+	return out, nil
+}
+
+// CountQueued returns how many items of a dependency are waiting.
+func (j *Journal) CountQueued(ctx context.Context, dependency string) (int, error) {
+	if j.isClosed() {
+		return 0, ErrClosed
+	}
+	var n int64
+	err := j.store.read(ctx, func(q querier) error {
+		return q.query(ctx, `SELECT COUNT(*) FROM `+j.p+`queue WHERE dependency = $1 AND state = $2`,
+			[]any{dependency, string(QueueWaiting)}, func(scan func(...any) error) error { return scan(&n) })
+	})
+	if err != nil {
+		return 0, fmt.Errorf("journal: counting queue: %w", err)
+	}
+	return int(n), nil
+}
+
+// MoveQueued changes an item's state from from to to, with a reason, and reports
+// whether it did: false means the item was not in state from (another replayer took
+// it), which makes the move a claim that is safe across processes.
+func (j *Journal) MoveQueued(ctx context.Context, id string, from, to QueueState, reason string) (bool, error) {
+	_, now := j.micros()
+	var n int64
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q querier) error {
+		var err error
+		n, err = q.exec(ctx, `UPDATE `+j.p+`queue SET state = $1, reason = $2, updated_at = $3 WHERE id = $4 AND state = $5`,
+			string(to), reason, now, id, string(from))
+		return err
+	}})
+	if err != nil {
+		return false, fmt.Errorf("journal: moving queue item %s: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// ExpireQueued marks every waiting item of a dependency ("" for all) whose expiry is
+// at or before now as expired, and returns those items.
+func (j *Journal) ExpireQueued(ctx context.Context, dependency string, now time.Time) ([]QueueItem, error) {
+	_, stamp := j.micros()
+	cut := now.UnixMicro()
+	reason := "expired at " + now.UTC().Format(time.RFC3339) + " before its dependency recovered"
+	var out []QueueItem
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q querier) error {
+		out = out[:0]
+		sql := `UPDATE ` + j.p + `queue SET state = $1, reason = $2, updated_at = $3 WHERE state = $4 AND expires_at <= $5`
+		args := []any{string(QueueExpired), reason, stamp, string(QueueWaiting), cut}
+		if dependency != "" {
+			sql += ` AND dependency = $6`
+			args = append(args, dependency)
+		}
+		return q.query(ctx, sql+` RETURNING `+queueCols, args, func(scan func(...any) error) error {
+			it, err := scanQueueItem(scan)
+			out = append(out, it)
+			return err
+		})
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("journal: expiring queue items: %w", err)
+	}
+	slices.SortFunc(out, replayOrder)
+	return out, nil
+}

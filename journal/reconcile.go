@@ -1,0 +1,205 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Status is what a dependency says about one call.
+type Status uint8
+
+const (
+	// StatusUnknown: the dependency cannot tell (or was not asked).
+	StatusUnknown Status = iota
+	// StatusApplied: the dependency applied the call.
+	StatusApplied
+	// StatusNotApplied: the dependency never applied it; it may be sent again.
+	StatusNotApplied
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusApplied:
+		return "applied"
+	case StatusNotApplied:
+		return "not_applied"
+	}
+	return "unknown"
+}
+
+// StatusLookup asks a dependency whether the call behind an intent was applied,
+// typically by its idempotency key. It is called without locks held and may do I/O. An
+// error counts as StatusUnknown.
+type StatusLookup func(ctx context.Context, in Intent) (Status, error)
+
+// Report says what Reconcile did.
+type Report struct {
+	// Applied and NotApplied were settled by a status lookup.
+	Applied, NotApplied []Intent
+	// Awaiting are left for an operator (no lookup, or it could not tell).
+	Awaiting []Intent
+	// Skipped were written by another process within Config.InFlightGrace, or are
+	// still in flight in this one.
+	Skipped int
+}
+
+// Reconcile settles the intents left without a final outcome: those a crash left
+// open and those whose outcome was UNKNOWN (and, again, those awaiting an operator, in
+// case the dependency can tell by now). Each is settled by its dependency's status
+// lookup; what cannot be settled waits for an operator (see Pending). Run it after a
+// restart, and periodically.
+func (j *Journal) Reconcile(ctx context.Context) (Report, error) {
+	var rep Report
+	list, err := j.Intents(ctx, Filter{States: unsettled})
+	if err != nil {
+		return rep, err
+	}
+	now, _ := j.micros()
+	for _, in := range list {
+		if in.State == StateOpen {
+			j.flightMu.Lock()
+			_, mine := j.inFlight[in.ID]
+			j.flightMu.Unlock()
+			if mine || (in.Owner != j.owner && now.Sub(in.CreatedAt) < j.cfg.InFlightGrace) {
+				rep.Skipped++
+				continue
+			}
+		}
+		settled, err := j.settle(ctx, in)
+		if err != nil {
+			if errors.Is(err, ErrState) {
+				continue // someone else settled it meanwhile
+			}
+			return rep, err
+		}
+		switch settled.State {
+		case StateApplied:
+			rep.Applied = append(rep.Applied, settled)
+		case StateNotApplied:
+			rep.NotApplied = append(rep.NotApplied, settled)
+		default:
+			rep.Awaiting = append(rep.Awaiting, settled)
+		}
+	}
+	return rep, nil
+}
+
+// ReconcileIntent settles one intent now, as Reconcile would (used after an UNKNOWN
+// outcome), and returns its new state. A settled intent is returned as it is.
+func (j *Journal) ReconcileIntent(ctx context.Context, id string) (Intent, error) {
+	in, err := j.Get(ctx, id)
+	if err != nil || in.State.Settled() {
+		return in, err
+	}
+	return j.settle(ctx, in)
+}
+
+// settle asks the lookup about in and records the answer.
+func (j *Journal) settle(ctx context.Context, in Intent) (Intent, error) {
+	to, note := StateAwaitingOperator, ""
+	lookup := j.cfg.Lookups[in.Dependency]
+	if lookup == nil {
+		note = fmt.Sprintf("no status lookup for dependency %q", in.Dependency)
+	} else {
+		s, err := lookup(ctx, in)
+		switch {
+		case err != nil:
+			note = "status lookup failed: " + err.Error()
+		case s == StatusApplied:
+			to, note = StateApplied, "status lookup: applied"
+		case s == StatusNotApplied:
+			to, note = StateNotApplied, "status lookup: not applied"
+		default:
+			note = "status lookup could not tell"
+		}
+	}
+	if to == in.State && note == in.Note {
+		return in, nil
+	}
+	j.log(slog.LevelInfo, "journal reconciled intent", "id", in.ID, "dependency", in.Dependency, "tool", in.Tool, "from", string(in.State), "to", string(to), "note", note)
+	return j.move(ctx, in.ID, "reconcile", to, note, in.State)
+}
+
+// move changes an intent's state if it is in one of from, and returns it.
+func (j *Journal) move(ctx context.Context, id, op string, to State, note string, from ...State) (Intent, error) {
+	_, now := j.micros()
+	var n int64
+	args := []any{string(to), note, now, id}
+	marks := make([]string, len(from))
+	for i, s := range from {
+		args = append(args, string(s))
+		marks[i] = fmt.Sprintf("$%d", len(args))
+	}
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q querier) error {
+		var err error
+		n, err = q.exec(ctx, `UPDATE `+j.p+`intents SET state = $1, note = $2, updated_at = $3
+			WHERE id = $4 AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
+		return err
+	}})
+	if err != nil {
+		return Intent{}, fmt.Errorf("journal: %s %s: %w", op, id, err)
+	}
+	if n == 0 {
+		return Intent{}, j.stateError(ctx, id, op, from...)
+	}
+	return j.Get(ctx, id)
+}
+
+// Pending returns the intents waiting for an operator, oldest first: the list an
+// admin endpoint shows.
+func (j *Journal) Pending(ctx context.Context) ([]Intent, error) {
+	return j.Intents(ctx, Filter{States: []State{StateAwaitingOperator}})
+}
+
+// Approve lets the mutation behind an unsettled intent be sent again: the earlier
+// attempt is treated as not applied. It fails with a *StateError for a settled intent.
+func (j *Journal) Approve(ctx context.Context, id string) error {
+	_, err := j.move(ctx, id, "approve", StateApproved, "approved by operator", unsettled...)
+	return err
+}
+
+// Discard closes an unsettled intent without a replay: the earlier attempt is treated
+// as done. It fails with a *StateError for a settled intent.
+func (j *Journal) Discard(ctx context.Context, id string) error {
+	_, err := j.move(ctx, id, "discard", StateDiscarded, "discarded by operator", unsettled...)
+	return err
+}
+
+// replayable says what a state means for sending the call again: applied (do not),
+// or not applied (may), and whether the state knows at all.
+func replayable(s State) (applied, known bool) {
+	switch s {
+	case StateSucceeded, StateApplied, StateDiscarded:
+		return true, true
+	case StateFailed, StateFailedBeforeSend, StateNotApplied, StateApproved:
+		return false, true
+	}
+	return false, false
+}
+
+// Backlog returns how many intents wait to be settled (their outcome was UNKNOWN, or
+// they await an operator) and when the oldest of them was written (zero when there
+// are none): the figures of a "journal pending" gauge. Open intents are not counted,
+// since they may still be in flight; Reconcile moves the ones a crash left open into
+// a counted state or settles them.
+func (j *Journal) Backlog(ctx context.Context) (n int, oldest time.Time, err error) {
+	if j.isClosed() {
+		return 0, time.Time{}, ErrClosed
+	}
+	var count, min int64
+	err = j.store.read(ctx, func(q querier) error {
+		return q.query(ctx, `SELECT COUNT(*), COALESCE(MIN(created_at), 0) FROM `+j.p+`intents WHERE state IN ($1, $2)`,
+			[]any{string(StateUnknown), string(StateAwaitingOperator)}, func(scan func(...any) error) error { return scan(&count, &min) })
+	})
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("journal: reading backlog: %w", err)
+	}
+	if count > 0 {
+		oldest = time.UnixMicro(min).UTC()
+	}
+	return int(count), oldest, nil
+}

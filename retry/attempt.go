@@ -1,0 +1,75 @@
+package retry
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/classify"
+)
+
+// Attempt is one admitted attempt. Send it with Context and report it once with Finish.
+// It is safe for concurrent use; Finish after the first is a no-op.
+type Attempt struct {
+	run        *Run
+	info       Info
+	ctx        context.Context
+	cancel     context.CancelFunc
+	permit     breaker.Permit // reported through this field only
+	hasPermit  bool
+	admitState string
+	lowerState atomic.Int32 // breaker state reported by a lower layer, plus one
+	finished   atomic.Bool
+}
+
+type attemptKey struct{}
+
+// Context returns the context to send the attempt with: it carries the idempotency key
+// and ends at the operation's deadline.
+func (a *Attempt) Context() context.Context { return a.ctx }
+
+// Info describes the attempt.
+func (a *Attempt) Info() Info { return a.info }
+
+// ReportBreakerState lets a lower layer that holds the dependency's breaker (the
+// httptransport package) say which state it found, for the attempt's record. It does
+// nothing when ctx is not an attempt's context.
+func ReportBreakerState(ctx context.Context, s breaker.State) {
+	if a, ok := ctx.Value(attemptKey{}).(*Attempt); ok {
+		a.lowerState.Store(int32(s) + 1)
+	}
+}
+
+// Finish reports the attempt's outcome and returns what comes next. A zero
+// Classification is filled in from err (classify.Error with the attempt's context). ctx
+// is the caller's context, used to reconcile an UNKNOWN outcome; the journal records
+// the outcome even when ctx has ended.
+func (a *Attempt) Finish(ctx context.Context, c classify.Classification, err error) Decision {
+	run := a.run
+	if !a.finished.CompareAndSwap(false, true) {
+		reason, _ := run.Done()
+		return Decision{Reason: reason}
+	}
+	if c.Outcome == 0 {
+		c = classify.Error(a.ctx, err)
+	}
+	a.cancel()
+	r := run.r
+	now := r.clk.Now()
+	if a.hasPermit {
+		a.permit.Report(ReportFor(c))
+	}
+	var jerr error
+	if a.info.IntentID != "" {
+		jerr = r.cfg.Journal.Record(context.WithoutCancel(ctx), a.info, c)
+	}
+	d := run.decide(ctx, a.info, c, err, now)
+	state := a.admitState
+	if s := a.lowerState.Load(); s > 0 {
+		state = breaker.State(s - 1).String()
+	}
+	run.emit(ctx, Event{Attempt: a.info.Number, Outcome: c.Outcome, ErrorClass: c.Class, Elapsed: now.Sub(a.info.Started),
+		BreakerState: state, Dispatched: true, Retry: d.Retry, Delay: d.Delay, Stop: d.Reason, At: now,
+		Err: err, JournalErr: jerr, IntentID: a.info.IntentID})
+	return d
+}
