@@ -10,6 +10,10 @@
 //	})
 //	mux.Handle("/ops/breakers/", http.StripPrefix("/ops/breakers", h))
 //
+// Set Journal to admin.JournalOf(j) for a dispatch-intent journal (*journal.Journal):
+// the journal endpoints then list the intents no status lookup could settle, with a
+// summary that never shows their arguments, and approve or discard them.
+//
 // Mount it on an internal listener, not the one that serves users, and behind TLS: the
 // token travels in a header on every request.
 //

@@ -10,11 +10,14 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 
+	"github.com/agentbreaker/agentbreaker/admission"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 )
 
@@ -60,6 +63,35 @@ type Config struct {
 	// model gets an outcome-unknown payload telling it not to repeat the action,
 	// instead of the raw error. Defaults to none.
 	MutatingTools []string
+
+	// Retry, when set, puts every guarded call under a logical operation of this
+	// Retrier (see retry.Retrier.Track): the model calling the same tool with the same
+	// arguments again in one invocation is the operation's next attempt, refused with a
+	// payload once its attempts, deadline or the dependency's retry budget are spent,
+	// while an attempt of it is still running, or after an UNKNOWN outcome of a tool in
+	// MutatingTools. Tools not in MutatingTools are declared idempotent. The breaker is
+	// not given to the Retrier (these callbacks already hold its permit). To send the
+	// operation's idempotency key, wrap tools with [Callbacks.WithIdempotencyKey].
+	// Defaults to nil: no retry accounting.
+	Retry *retry.Retrier
+	// Journal, when set with Retry, reconciles UNKNOWN outcomes through the journal's
+	// status lookups (journal.Journal.Reconciler). Build the Retrier with
+	// retry.Config.Journal = Journal.ForRetry() so that every attempt's intent is
+	// durable before its tool runs. Defaults to nil: an UNKNOWN outcome of a mutating
+	// tool ends its operation unreconciled.
+	Journal *journal.Journal
+
+	// Admission, when set, decides about calls of the tools in QueueTools that an open
+	// breaker refused: a call it queues (durably, in its journal, with an expiry) is
+	// answered "queued until HH:MM, will run when the service recovers" instead of
+	// "unavailable". Register its OnStateChange with the dependency map and run its Run
+	// loop so that queued calls are replayed. Defaults to nil: nothing is queued.
+	Admission *admission.Controller
+	// QueueTools are the tools whose calls may be queued by Admission, with how long
+	// each may wait. Defaults to none.
+	QueueTools map[string]QueueTool
+	// QueueLocation is the time zone of the HH:MM in the queued answer. Defaults to UTC.
+	QueueLocation *time.Location
 
 	// Bulkheads caps concurrent calls per dependency key. Defaults to none.
 	Bulkheads map[string]int
@@ -113,7 +145,8 @@ type Config struct {
 	// without its after-callback is reported as UNKNOWN), never for a call another
 	// plugin stopped before the tool or for an agentbreaker payload. Its BreakerEvent
 	// and RetryBudgetExhausted are not called from here: give BreakerEvent to
-	// dependencymap.Config.OnStateChange. It runs on the call's goroutine with no lock
+	// dependencymap.Config.OnStateChange, and telemetry.RetryHook to the Retrier's
+	// retry.Config.OnAttempt. It runs on the call's goroutine with no lock
 	// held; a panic in it is recovered and logged. Defaults to none (nil), which costs
 	// nothing.
 	Observer observe.Calls
@@ -165,6 +198,20 @@ func (cfg Config) withDefaults() (Config, error) {
 		if t == "" {
 			return cfg, fmt.Errorf(`callbacks: Config.ExemptTools[%d] = "": tool name is empty`, i)
 		}
+	}
+	for tool, qt := range cfg.QueueTools {
+		switch {
+		case tool == "":
+			return cfg, errors.New(`callbacks: Config.QueueTools[""]: tool name is empty`)
+		case qt.MaxWait <= 0:
+			return cfg, fmt.Errorf("callbacks: Config.QueueTools[%q].MaxWait = %s: must be more than zero", tool, qt.MaxWait)
+		}
+	}
+	if len(cfg.QueueTools) > 0 && cfg.Admission == nil {
+		return cfg, errors.New("callbacks: Config.QueueTools is set but Config.Admission is nil: nothing could queue the calls")
+	}
+	if cfg.Journal != nil && cfg.Retry == nil {
+		return cfg, errors.New("callbacks: Config.Journal is set but Config.Retry is nil: the journal is used through the Retrier")
 	}
 	if cfg.DefaultBulkhead < 0 {
 		return cfg, fmt.Errorf("callbacks: Config.DefaultBulkhead = %d: must be 0 (unlimited) or positive", cfg.DefaultBulkhead)

@@ -40,6 +40,36 @@
 // after-callback answered first, or the run was cut short) is released when the run's
 // state is freed, so every permit and slot is given back exactly once.
 //
+// # Retry budget and journal
+//
+// With Config.Retry, each guarded call is an attempt of a logical operation
+// (retry.Retrier.Track, by tool name and arguments, per invocation): the model
+// calling the same tool with the same arguments again is the next attempt of the
+// same operation, not new work. After the breaker and the bulkhead admit a call, the
+// operation is asked for its next attempt; a refusal answers the call with a payload
+// and the tool never runs: an UNKNOWN outcome of a tool in MutatingTools gives the
+// outcome-unknown payload ("do not repeat this action"), spent attempts, deadline or
+// retry budget give the budget-exhausted payload, and an identical call still running
+// gives the busy payload. Every admitted attempt is finished exactly once with the
+// call's classification, on the same paths that release the breaker permit; a call
+// stopped by a later plugin before its tool ran (a confirmation request) is not an
+// attempt. The run's operations are forgotten when it ends. Tools outside
+// MutatingTools are declared idempotent, so their UNKNOWN outcomes may be retried.
+//
+// With Config.Journal too (and the Retrier built with the journal's ForRetry), every
+// attempt's intent is durable before its tool runs, and UNKNOWN outcomes are
+// reconciled through the journal's status lookups. Wrap tools with
+// [Callbacks.WithIdempotencyKey] so they run with the operation's idempotency key in
+// their context; an HTTP client using the httptransport package sends it as a header.
+//
+// # Queueing while a dependency is down
+//
+// With Config.Admission and Config.QueueTools, a call of a listed tool that an open
+// breaker refused is offered to the admission controller. When it queues the call
+// (durably, with the call's arguments and an expiry), the model is told "queued until
+// HH:MM, will run when the service recovers" (payload type TypeQueued) instead of
+// "unavailable"; when it does not, the call gets the unavailable payload as usual.
+//
 // # The model's side
 //
 // Before each model call the loop guard (package loopguard) may end the turn when the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/retry"
 )
 
 // EventKind says what happened. Its String form is a bounded label for metrics.
@@ -46,6 +47,14 @@ const (
 	// EventCallbackPanic: one of agentbreaker's callbacks, or a user hook it called,
 	// panicked; the panic was recovered and the call went on unguarded.
 	EventCallbackPanic
+	// EventRetryRefused: Config.Retry refused the next attempt of a call's logical
+	// operation (the model repeated a call whose attempts, deadline or retry budget
+	// were spent, whose outcome is UNKNOWN, or that is still running); the call was
+	// answered with a payload and its tool did not run. RetryReason says why.
+	EventRetryRefused
+	// EventQueued: an open breaker refused a call of a tool in Config.QueueTools, and
+	// Config.Admission queued it; the model was told when it expires.
+	EventQueued
 )
 
 var kindNames = [...]string{
@@ -60,6 +69,8 @@ var kindNames = [...]string{
 	EventOrphanReleased:    "orphan_released",
 	EventMisordered:        "misordered",
 	EventCallbackPanic:     "callback_panic",
+	EventRetryRefused:      "retry_refused",
+	EventQueued:            "queued",
 }
 
 func (k EventKind) String() string {
@@ -106,6 +117,9 @@ type Event struct {
 	Tools []string
 	// Panic is the recovered value, for EventCallbackPanic.
 	Panic any
+	// RetryReason is why the retry orchestrator refused the call, for
+	// EventRetryRefused (a bounded label).
+	RetryReason retry.Reason
 }
 
 // emit delivers an event to the hook and the log. It is called with no lock held.

@@ -90,6 +90,10 @@ type fixtureConfig struct {
 	after  []*plugin.Plugin // plugins registered after agentbreaker
 	marker bool             // register the dispatch marker last
 	agent  func(f *fixture, m *breakertest.Model) agent.Agent
+	// prepare edits the callbacks' Config before New, with the fixture's clock at hand.
+	prepare func(f *fixture, cfg *callbacks.Config)
+	// toolsOf adds tools built from the callbacks (wrappers).
+	toolsOf func(f *fixture) []tool.Tool
 }
 
 func newFixture(t *testing.T, fc fixtureConfig) *fixture {
@@ -108,14 +112,21 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		cfg.Observer = f.obs
 	}
 	cfg.TrackDispatch = cfg.TrackDispatch || fc.marker
+	if fc.prepare != nil {
+		fc.prepare(f, &cfg)
+	}
 	f.cb = callbacks.MustNew(cfg)
+	tools := fc.tools
+	if fc.toolsOf != nil {
+		tools = append(append([]tool.Tool{}, tools...), fc.toolsOf(f)...)
+	}
 	f.model = breakertest.MustNewModel(breakertest.ModelConfig{Steps: fc.steps, Then: fc.then})
 	var a agent.Agent
 	if fc.agent != nil {
 		a = fc.agent(f, f.model)
 	} else {
 		var err error
-		a, err = llmagent.New(llmagent.Config{Name: "root", Model: f.model, Tools: fc.tools})
+		a, err = llmagent.New(llmagent.Config{Name: "root", Model: f.model, Tools: tools})
 		require.NoError(t, err)
 	}
 	plugins := append(append(append([]*plugin.Plugin{}, fc.before...), f.cb.Plugin()), fc.after...)

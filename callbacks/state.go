@@ -13,6 +13,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/bulkhead"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/loopguard"
+	"github.com/agentbreaker/agentbreaker/retry"
 )
 
 // layer says which installation of the callbacks admitted a call: the runner plugin or
@@ -57,6 +58,8 @@ type call struct {
 	bulk    *bulkhead.Bulkhead
 	start   int64 // c.nanos() at admission
 
+	attempt *retry.Attempt // the retry attempt this call is, when Config.Retry is set
+
 	tracked    bool        // a dispatch marker runs for this call
 	dispatched atomic.Bool // the marker saw the call reach the tool
 
@@ -65,6 +68,7 @@ type call struct {
 	errSent bool // the error came from the tool, not from a callback that refused the call
 	errCls  classify.Classification
 	errText string
+	err     error
 }
 
 // invocation is the per-invocation state: the loop guard's counters and the calls in
@@ -201,6 +205,9 @@ func (c *Callbacks) free(ctx context.Context, id string) {
 		// to the Observer as UNKNOWN rather than lose it.
 		sent := !cl.tracked || cl.dispatched.Load()
 		c.settle(ctx, inv, cl, classify.Classification{Outcome: classify.Unknown, Class: classify.ClassCanceled, Verdict: classify.Neutral}, "", EventOrphanReleased, sent)
+	}
+	if r := c.cfg.Retry; r != nil {
+		r.Forget(id) // after the orphans' attempts were finished above
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/bulkhead"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/retry"
 )
 
 // reflectAndRetryType is the response_type of adk-go's retry-and-reflect plugin, which
@@ -82,6 +83,9 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		dep := b.Name()
 		permit, err := b.Allow()
 		if err != nil {
+			if p := c.queue(ctx, inv, name, dep, b, args); p != nil {
+				return p, nil
+			}
 			return c.shortCircuit(ctx, inv, name, dep, b, err, args), nil
 		}
 		var slot *bulkhead.Bulkhead
@@ -95,8 +99,20 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			}
 			slot = bh
 		}
+		var att *retry.Attempt
+		if c.cfg.Retry != nil {
+			var refusal map[string]any
+			if att, refusal = c.admitRetry(ctx, inv, name, dep, b, args); refusal != nil {
+				// Refused before the dependency was asked: its health is not in question.
+				permit.Ignore()
+				if slot != nil {
+					slot.Release()
+				}
+				return refusal, nil
+			}
+		}
 		admitted = &call{
-			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot,
+			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, attempt: att,
 			start: c.nanos(), tracked: l == agentLayer || c.cfg.TrackDispatch,
 		}
 		c.inFlight.Add(1)
@@ -205,7 +221,7 @@ func (c *Callbacks) onToolError(l layer) llmagent.OnToolErrorCallback {
 			sent = true
 		}
 		inv.mu.Lock()
-		cl.errSeen, cl.errSent, cl.errCls, cl.errText = true, sent, cls, toolErr.Error()
+		cl.errSeen, cl.errSent, cl.errCls, cl.errText, cl.err = true, sent, cls, toolErr.Error(), toolErr
 		inv.mu.Unlock()
 		if c.mutating[cl.tool] && cls.Outcome == classify.Unknown && cls.Verdict == classify.Counts {
 			in := payloads.Info{Dependency: cl.dep, Tool: cl.tool, Class: cls.Class}
@@ -284,6 +300,9 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 		case toolErr != nil:
 			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
 			text, sent = toolErr.Error(), true
+			inv.mu.Lock()
+			cl.err = toolErr
+			inv.mu.Unlock()
 		case payloads.Is(result):
 			cls = classify.ToolResult(result) // someone's agentbreaker payload: never a call
 		case isReflectAndRetry(result):
@@ -344,6 +363,9 @@ func report(cls classify.Classification) breaker.Report {
 func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind, sent bool) {
 	probe := cl.permit.IsProbe() // read before Report, which spends the permit
 	cl.permit.Report(report(cls))
+	if cl.attempt != nil {
+		c.finishAttempt(ctx, inv, cl, cls, sent)
+	}
 	if cl.bulk != nil {
 		cl.bulk.Release()
 	}

@@ -49,7 +49,9 @@ type Config struct {
 	// Defaults to none: requests are classified, but no breaker is consulted.
 	Map *dependencymap.Map
 	// Bulkheads caps calls in flight per dependency key. A slot is held from before the
-	// dial until the response body is closed or read to its end. Defaults to none.
+	// dial until the response body is closed or read to its end. A request refused by a
+	// full bulkhead fails as FAILED_BEFORE_SEND (bulkhead_full) and counts as a failure
+	// of the dependency's breaker. Defaults to none.
 	Bulkheads map[string]Bulkhead
 	// Classifier classifies responses and errors. Defaults to the classify package's
 	// default rules.

@@ -7,7 +7,10 @@
 //   - finds the dependency by the request's host (dependencymap.Map.ForHost), so that
 //     tools can be guarded by configuration without annotations;
 //   - asks that dependency's breaker, then its bulkhead, before anything is dialed; a
-//     refusal returns at once as FAILED_BEFORE_SEND (breaker_open, bulkhead_full);
+//     refusal returns at once as FAILED_BEFORE_SEND (breaker_open, bulkhead_full). A
+//     full bulkhead also counts as a failure of the breaker, as it does in the
+//     callbacks package: slots that are not coming back mean the dependency is slow,
+//     even though this request never left;
 //   - sends the operation's idempotency key (retry.IdempotencyKeyFrom on the request's
 //     context) in the Idempotency-Key header;
 //   - watches the request with net/http/httptrace and decides the outcome: no

@@ -117,7 +117,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			res.BreakerState = state.String()
 			retry.ReportBreakerState(req.Context(), state)
-			return nil, t.fail(req, &res, start, err, nil)
+			return nil, t.fail(req, &res, start, err, nil, false)
 		}
 		permit = p
 		res.BreakerState = b.State().String()
@@ -127,11 +127,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if bh := cfg.Bulkheads[res.Dependency]; bh != nil && res.Dependency != "" {
 		rel, err := bh.TryAcquire()
 		if err != nil {
-			permit.Ignore() // the dependency was not asked, so its health is unknown
+			// A saturated bulkhead is evidence that the dependency is slow: the calls
+			// already holding its slots are not coming back. It counts against the
+			// breaker, as in the callbacks package, although this request never left.
+			permit.Failure()
 			if _, ok := errors.AsType[classify.LocalRejection](err); !ok {
 				err = &bulkheadFull{dependency: res.Dependency, err: err}
 			}
-			return nil, t.fail(req, &res, start, err, nil)
+			return nil, t.fail(req, &res, start, err, nil, true)
 		}
 		if rel != nil {
 			release = rel
@@ -174,7 +177,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			err = errors.Join(ErrTimeout, err)
 		}
 		finish()
-		return nil, t.fail(req, &res, start, err, &permit)
+		return nil, t.fail(req, &res, start, err, &permit, false)
 	}
 	c := cfg.Classifier.Classify(classify.Input{
 		Context: req.Context(), StatusCode: resp.StatusCode, Header: resp.Header, Now: cfg.Clock.Now(),
@@ -193,8 +196,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // fail classifies a round trip that produced no response, reports it to the breaker
-// (when a permit was granted) and wraps the error.
-func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err error, permit *breaker.Permit) error {
+// (when a permit was granted) and wraps the error. full says a full bulkhead
+// refused it: still FAILED_BEFORE_SEND, but its verdict counts (the caller reported it
+// to the breaker as a failure).
+func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err error, permit *breaker.Permit, full bool) error {
 	c := t.cfg.Classifier.Classify(classify.Input{Context: req.Context(), Err: err, Now: t.cfg.Clock.Now()})
 	if errors.Is(err, ErrTimeout) && req.Context().Err() == nil {
 		// Our own timeout: evidence against the dependency, unlike the caller's deadline.
@@ -212,6 +217,9 @@ func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err er
 		// net/http may have retried on a new connection after writing on an old one
 		// (it does for requests with an idempotency key); the first write counts.
 		c.Outcome = classify.Unknown
+	}
+	if full {
+		c.Verdict = classify.Counts
 	}
 	if permit != nil {
 		permit.Report(retry.ReportFor(c))

@@ -254,8 +254,13 @@ func TestBulkhead(t *testing.T) {
 	c := outcomeOf(t, err)
 	require.Equal(t, classify.FailedBeforeSend, c.Outcome)
 	require.Equal(t, classify.ClassBulkheadFull, c.Class)
+	require.Equal(t, classify.Counts, c.Verdict)
 	require.ErrorIs(t, err, errFull)
-	require.EqualValues(t, 1, f.b.Snapshot().Window.Calls, "a full bulkhead is not measured")
+	res := f.result()
+	require.Equal(t, classify.FailedBeforeSend, res.Classification.Outcome, "the hook sees it as never sent")
+	require.False(t, res.Wrote)
+	require.Equal(t, breaker.Counts{Calls: 2, Failures: 1}, f.b.Snapshot().Window,
+		"a full bulkhead counts as a failure: the dependency is slow")
 
 	release <- struct{}{}
 	b, err := io.ReadAll(resp.Body)

@@ -25,6 +25,14 @@
 //
 // Give the breakers, the callbacks and the telemetry the same clock.
 //
+// The retry orchestrator and the dispatch-intent journal do not report on their own:
+// add [RetryHook] to retry.Config.OnAttempt so that operations stopped by a spent
+// retry budget are counted, and run [WatchJournal] (or call [PollJournal] before a
+// scrape) so that the journal's backlog reaches the journal gauges:
+//
+//	r := retry.MustNew(retry.Config{OnAttempt: []func(context.Context, retry.Event){telemetry.RetryHook(tel)}})
+//	go telemetry.WatchJournal(ctx, telemetry.JournalWatch{Journal: j, Observer: tel})
+//
 // # Metrics
 //
 // Every name starts with agentbreaker_, counters end in _total and durations in

@@ -1,0 +1,98 @@
+package callbacks
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"google.golang.org/adk/v2/agent"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/retry"
+)
+
+// admitRetry maps a call admitted by its breaker and bulkhead to its logical operation
+// (Config.Retry) and asks for the operation's next attempt. It returns the attempt, or
+// the payload that answers a refused call instead of the tool. A call it cannot map
+// (bad arguments, too many operations) goes on without retry accounting, loudly, like
+// a call without a breaker.
+func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any) (*retry.Attempt, map[string]any) {
+	op := retry.Operation{Dependency: dep, Tool: tool, Args: args, Idempotent: !c.mutating[tool]}
+	// The callbacks hold the breaker's permit for this call; giving the breaker to the
+	// Retrier as well would count the call twice and let a half-open probe refuse itself.
+	if j := c.cfg.Journal; j != nil {
+		op.Reconcile = j.Reconciler()
+	}
+	run, _, err := c.cfg.Retry.Track(inv.id, op)
+	if err != nil {
+		c.log.Warn("agentbreaker: call not tracked by the retry budget; it goes on without one",
+			slog.String("tool", tool), slog.String("dependency", dep), slog.String("error", err.Error()))
+		return nil, nil
+	}
+	a, err := run.Admit(ctx)
+	if err == nil {
+		return a, nil
+	}
+	se, ok := errors.AsType[*retry.StopError](err)
+	if !ok || se.Reason == retry.ReasonCanceled {
+		return nil, nil // the turn is ending: the tool will see its context done
+	}
+	return nil, c.retryRefused(ctx, inv, tool, dep, b, run, se)
+}
+
+// retryRefused answers a call whose operation may not make another attempt, and tells
+// the hook, the log and the loop guard. The tool is not called.
+func (c *Callbacks) retryRefused(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, run *retry.Run, se *retry.StopError) map[string]any {
+	d := inv.tracker.ShortCircuit(dep)
+	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count)
+	last := run.Result().Last
+	in := payloads.Info{Dependency: dep, Tool: tool, Class: last.Class, RetryAfter: se.RetryAfter,
+		Firm: d.Firm, ShortCircuits: d.Count, Alternatives: c.alternatives(tool)}
+	var p map[string]any
+	switch se.Reason {
+	case retry.ReasonUnknownOutcome:
+		p = payloads.OutcomeUnknown(in)
+	case retry.ReasonReconciledApplied:
+		// The dependency confirmed that the earlier attempt was carried out: the
+		// answer is "done", and still "do not repeat it".
+		p = payloads.OutcomeUnknown(in)
+		p[payloads.KeyReason] = payloads.CleanName(dep) + " confirmed that it carried out this request earlier; the reply to it was lost."
+		p[payloads.KeyInstruction] = "Do not repeat this action. Tell the user it was done."
+	case retry.ReasonBudgetExhausted, retry.ReasonAttemptsExhausted, retry.ReasonDeadlineExhausted, retry.ReasonNotRetryable:
+		p = payloads.BudgetExhausted(in)
+	case retry.ReasonInFlight:
+		in.Class = classify.ClassBulkheadFull // the same call is already running
+		p = payloads.Busy(in)
+	default: // breaker_open (a lower layer's breaker), journal_error
+		if se.Reason == retry.ReasonJournalError {
+			in.Class = classify.ClassUnclassified
+		}
+		p = payloads.Unavailable(in)
+	}
+	e := Event{Kind: EventRetryRefused, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(),
+		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: last.Class, Verdict: classify.Neutral,
+		BreakerState: b.State(), PolicyVersion: b.Policy().Version, ShortCircuits: d.Count, RetryReason: se.Reason}
+	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: retry refused; call answered without running the tool",
+		slog.String("retry_reason", string(se.Reason)), slog.Int("attempts", se.Attempts))
+	if d.FirstFirm {
+		e.Kind = EventLoopGuardFirm
+		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps repeating a refused call; payload is now firm")
+	}
+	return p
+}
+
+// finishAttempt reports a settled call to its retry attempt, once: as finished with its
+// classification when it reached (or may have reached) its tool, else as never sent,
+// so that the model's next identical call is the same attempt again.
+func (c *Callbacks) finishAttempt(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, sent bool) {
+	if !sent {
+		cl.attempt.Unsent(ctx)
+		return
+	}
+	inv.mu.Lock()
+	err := cl.err
+	inv.mu.Unlock()
+	cl.attempt.Finish(ctx, cls, err)
+}
