@@ -54,7 +54,7 @@ func Example() {
 	fmt.Println(turn.FinalText())
 	// Output:
 	// agentbreaker.unavailable unavailable crm false
-	// crm is temporarily unavailable: it has been failing repeatedly.
+	// crm is temporarily unavailable: it is not accepting requests right now.
 	// The customer system is down; I'll continue without it.
 }
 

@@ -135,6 +135,11 @@ func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep s
 		in.RetryAfter = oe.RetryAfter()
 		state = oe.State // the state that refused the call, which b.State() may have left already
 	}
+	if state == breaker.ForcedOpen {
+		// An operator took the dependency out of service: citing its last failure
+		// would tell the model something that is not why it is refused.
+		in.Class = classify.ClassBreakerOpen
+	}
 	in.Firm, in.ShortCircuits = d.Firm, d.Count
 	p := payloads.Unavailable(in)
 	at := c.timeOf(c.nanos())

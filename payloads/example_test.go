@@ -41,5 +41,5 @@ func ExampleCache() {
 	fmt.Println(m["reason"])
 	// Output:
 	// map[price:42] 1200 2026-03-01T14:00:00Z
-	// pricing is temporarily unavailable: it has been failing repeatedly. A cached answer from 20 minutes ago is included.
+	// pricing is temporarily unavailable: it is not accepting requests right now. A cached answer from 20 minutes ago is included.
 }

@@ -32,7 +32,7 @@ func TestBuilders(t *testing.T) {
 			"Do not call this tool again now. Tell the user this information is unavailable at the moment and continue without it."},
 		{"open breaker without a cause", payloads.Unavailable, payloads.Info{Dependency: "crm"},
 			payloads.TypeUnavailable, "unavailable", "breaker_open",
-			"crm is temporarily unavailable: it has been failing repeatedly.", ""},
+			"crm is temporarily unavailable: it is not accepting requests right now.", ""},
 		{"firm", payloads.Unavailable, payloads.Info{Dependency: "crm", Class: classify.ClassHTTP5xx, Firm: true, ShortCircuits: 3},
 			payloads.TypeUnavailable, "unavailable", "http_5xx",
 			"crm is temporarily unavailable: it has been returning server errors.",
@@ -111,7 +111,7 @@ func TestExtras(t *testing.T) {
 	require.Equal(t, "2026-03-01T14:00:00Z", m["cached_as_of"])
 	require.Equal(t, []any{"a"}, m["partial_result"])
 	require.Equal(t, []string{"pricing_backup", "x_y"}, m["alternatives"])
-	require.Equal(t, "pricing is temporarily unavailable: it has been failing repeatedly."+
+	require.Equal(t, "pricing is temporarily unavailable: it is not accepting requests right now."+
 		" A cached answer from 20 minutes ago is included. A partial result is included."+
 		" Other tools that may help: pricing_backup, x_y.", m["reason"])
 	require.Equal(t, "Do not call this tool again now. Answer with the cached result, telling the user how old it is.", m["instruction"])
@@ -178,7 +178,7 @@ func TestHostileNamesAreCleaned(t *testing.T) {
 	require.Equal(t, "a_b", m["alternatives"].([]string)[0])
 	b, _ := json.Marshal(m)
 	require.NotContains(t, string(b), "\x1b")
-	require.Equal(t, "the service is temporarily unavailable: it has been failing repeatedly.",
+	require.Equal(t, "the service is temporarily unavailable: it is not accepting requests right now.",
 		payloads.Unavailable(payloads.Info{})["reason"])
 }
 

@@ -9,7 +9,7 @@ import (
 // phrases say each failure class in plain words for the model. They are the only
 // source of a payload's reason besides names from configuration.
 var phrases = map[classify.Class]string{
-	classify.ClassBreakerOpen:       "it has been failing repeatedly",
+	classify.ClassBreakerOpen:       "it is not accepting requests right now",
 	classify.ClassBulkheadFull:      "too many requests to it are already in progress",
 	classify.ClassTimeout:           "recent requests to it timed out",
 	classify.ClassConnectTimeout:    "connecting to it timed out",
