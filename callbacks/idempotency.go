@@ -8,23 +8,15 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/tool"
-	"google.golang.org/adk/v2/tool/toolutils"
 	"google.golang.org/genai"
 
+	"github.com/agentbreaker/agentbreaker/internal/toolwrap"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
 // runnableTool is what a wrapper needs of the tool it wraps: adk-go dispatches calls
 // to Run and declares the tool with Declaration.
-type runnableTool interface {
-	tool.Tool
-	Declaration() *genai.FunctionDeclaration
-	Run(ctx agent.Context, args any) (map[string]any, error)
-}
-
-type requestProcessor interface {
-	ProcessRequest(ctx agent.Context, req *model.LLMRequest) error
-}
+type runnableTool = toolwrap.Inner
 
 // KeyedTool runs a tool with its call's idempotency key in the context (see
 // retry.IdempotencyKeyFrom), so that an HTTP client using the httptransport package
@@ -82,17 +74,7 @@ func (w *KeyedTool) Unwrap() tool.Tool { return w.inner }
 // ProcessRequest runs the inner tool's own request processing, then makes sure the
 // wrapper, not the inner tool, is what adk-go dispatches calls to.
 func (w *KeyedTool) ProcessRequest(ctx agent.Context, req *model.LLMRequest) error {
-	if rp, ok := w.inner.(requestProcessor); ok {
-		_, existed := req.Tools[w.Name()]
-		if err := rp.ProcessRequest(ctx, req); err != nil {
-			return err
-		}
-		if !existed && req.Tools[w.Name()] != nil {
-			req.Tools[w.Name()] = w
-			return nil
-		}
-	}
-	return toolutils.PackTool(req, w)
+	return toolwrap.ProcessRequest(ctx, req, w.inner, w)
 }
 
 // Run runs the inner tool, with the call's idempotency key in its context when the

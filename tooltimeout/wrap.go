@@ -11,8 +11,9 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/tool"
-	"google.golang.org/adk/v2/tool/toolutils"
 	"google.golang.org/genai"
+
+	"github.com/agentbreaker/agentbreaker/internal/toolwrap"
 )
 
 // TimeoutError is returned when a wrapped tool did not finish within its timeout. It
@@ -65,15 +66,7 @@ type Config struct {
 	TurnBudget     time.Duration
 }
 
-type functionTool interface {
-	tool.Tool
-	Declaration() *genai.FunctionDeclaration
-	Run(ctx agent.Context, args any) (map[string]any, error)
-}
-
-type requestProcessor interface {
-	ProcessRequest(ctx agent.Context, req *model.LLMRequest) error
-}
+type functionTool = toolwrap.Inner
 
 // Tool is a tool wrapped with a timeout and panic recovery. It is safe for concurrent
 // use, as adk-go requires: every call of the tool runs through the same value.
@@ -135,17 +128,7 @@ func (w *Tool) Unwrap() tool.Tool { return w.inner }
 // ProcessRequest runs the inner tool's own request processing, then makes sure the
 // wrapper, not the inner tool, is what adk-go dispatches calls to.
 func (w *Tool) ProcessRequest(ctx agent.Context, req *model.LLMRequest) error {
-	if rp, ok := w.inner.(requestProcessor); ok {
-		_, existed := req.Tools[w.Name()]
-		if err := rp.ProcessRequest(ctx, req); err != nil {
-			return err
-		}
-		if !existed && req.Tools[w.Name()] != nil {
-			req.Tools[w.Name()] = w
-			return nil
-		}
-	}
-	return toolutils.PackTool(req, w)
+	return toolwrap.ProcessRequest(ctx, req, w.inner, w)
 }
 
 // Stats counts what the wrapper did over its life.
