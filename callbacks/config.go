@@ -80,6 +80,23 @@ type Config struct {
 	// durable before its tool runs. Defaults to nil: an UNKNOWN outcome of a mutating
 	// tool ends its operation unreconciled.
 	Journal *journal.Journal
+	// ConfirmUnknownReplays lets the user, rather than only an operator, decide whether
+	// a call of a tool in MutatingTools is sent again after an earlier attempt of it
+	// ended with an UNKNOWN outcome that nobody has settled. Instead of only answering
+	// the repeat with the outcome-unknown payload, the callbacks ask for adk-go's tool
+	// confirmation (agent.Context.RequestConfirmation), with a hint that the earlier
+	// attempt may already have been applied, and the turn pauses for the answer. When
+	// the user confirms, the journal's unresolved intents of the call are approved
+	// (journal.Journal.Approve) and the call is sent with their idempotency key; when
+	// the user declines, the call is answered with the outcome-unknown payload and the
+	// intents stay for an operator (nothing is discarded). Requires Journal. Defaults
+	// to false: a repeat is refused and only an operator can release it.
+	//
+	// Do not turn it on for mutating tools that ask for confirmation themselves
+	// (functiontool's RequireConfirmation): adk-go's answer does not say which question
+	// it answers, so the user confirming the tool's own prompt would also release the
+	// replay without having seen the warning.
+	ConfirmUnknownReplays bool
 
 	// Admission, when set, decides about calls of the tools in QueueTools that an open
 	// breaker refused: a call it queues (durably, in its journal, with an expiry) is
@@ -212,6 +229,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Journal != nil && cfg.Retry == nil {
 		return cfg, errors.New("callbacks: Config.Journal is set but Config.Retry is nil: the journal is used through the Retrier")
+	}
+	if cfg.ConfirmUnknownReplays && cfg.Journal == nil {
+		return cfg, errors.New("callbacks: Config.ConfirmUnknownReplays is true but Config.Journal is nil: a confirmed replay must approve the journal's unresolved intents")
 	}
 	if cfg.DefaultBulkhead < 0 {
 		return cfg, fmt.Errorf("callbacks: Config.DefaultBulkhead = %d: must be 0 (unlimited) or positive", cfg.DefaultBulkhead)

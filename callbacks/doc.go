@@ -62,6 +62,13 @@
 // [Callbacks.WithIdempotencyKey] so they run with the operation's idempotency key in
 // their context; an HTTP client using the httptransport package sends it as a header.
 //
+// Config.ConfirmUnknownReplays puts a refused repeat of such a mutation to the user
+// through adk-go's tool confirmation, with a hint that the earlier attempt may already
+// have been applied. The turn pauses; when the user answers (a function response named
+// adk_request_confirmation), adk-go runs the call again: confirmed, its unresolved
+// intents are approved and it is sent with their idempotency key; declined, it gets
+// the outcome-unknown payload and the intents wait for an operator.
+//
 // # Queueing while a dependency is down
 //
 // With Config.Admission and Config.QueueTools, a call of a listed tool that an open

@@ -25,6 +25,16 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 	if j := c.cfg.Journal; j != nil {
 		op.Reconcile = j.Reconciler()
 	}
+	confirm := c.confirmsReplays(tool)
+	if confirm {
+		if tc := ctx.ToolConfirmation(); tc != nil {
+			// The user answered a replay confirmation this call asked for earlier.
+			if p := c.resumeReplay(ctx, inv, tool, dep, b, args, tc.Confirmed, &op); p != nil {
+				return nil, p
+			}
+			confirm = false // approved: the call goes on like any other
+		}
+	}
 	run, _, err := c.cfg.Retry.Track(inv.id, op)
 	if err != nil {
 		c.log.Warn("agentbreaker: call not tracked by the retry budget; it goes on without one",
@@ -39,7 +49,11 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 	if !ok || se.Reason == retry.ReasonCanceled {
 		return nil, nil // the turn is ending: the tool will see its context done
 	}
-	return nil, c.retryRefused(ctx, inv, tool, dep, b, run, se)
+	p := c.retryRefused(ctx, inv, tool, dep, b, run, se)
+	if confirm && se.Reason == retry.ReasonUnknownOutcome {
+		c.askReplay(ctx, tool, dep, run, p)
+	}
+	return nil, p
 }
 
 // retryRefused answers a call whose operation may not make another attempt, and tells
