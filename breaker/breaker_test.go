@@ -93,11 +93,12 @@ func TestWindowSlides(t *testing.T) {
 	calls(t, b, 4, Failure)
 	require.Equal(t, Counts{Calls: 19, Failures: 19}, b.Snapshot().Window)
 	fc.Advance(31 * time.Second) // the first 15 fall out
-	require.Equal(t, Counts{Calls: 19, Failures: 19}, b.Snapshot().Window, "snapshot does not slide by itself")
+	require.Equal(t, Counts{Calls: 4, Failures: 4}, b.Snapshot().Window, "a snapshot slides the window to now")
 	call(t, b, Failure)
 	require.Equal(t, Closed, b.State(), "only 5 failures are inside the window")
 	require.Equal(t, Counts{Calls: 5, Failures: 5}, b.Snapshot().Window)
 	fc.Advance(10 * time.Minute)
+	require.Equal(t, Counts{}, b.Snapshot().Window, "a quiet dependency's window empties with time")
 	calls(t, b, 3, Success)
 	require.Equal(t, Counts{Calls: 3}, b.Snapshot().Window, "a long gap empties the window")
 }

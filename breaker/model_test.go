@@ -64,6 +64,14 @@ func (m *refModel) counts() Counts {
 	return c
 }
 
+// slideTo moves the window's newest bucket to the one now falls in; time running
+// backwards moves nothing.
+func (m *refModel) slideTo(now int64) {
+	if idx := (now - m.origin) / m.width(); idx > m.curIdx {
+		m.curIdx = idx
+	}
+}
+
 func (m *refModel) resetWindow(now int64) { m.origin, m.curIdx, m.calls = now, 0, nil }
 
 func (m *refModel) setState(s State) { m.state, m.gen = s, m.gen+1 }
@@ -136,9 +144,7 @@ func (m *refModel) report(pm refPermit, v Verdict, retryAfter time.Duration, now
 		}
 		return
 	}
-	if idx := (now - m.origin) / m.width(); idx > m.curIdx {
-		m.curIdx = idx
-	}
+	m.slideTo(now)
 	failed := v == Failure
 	m.calls = append(m.calls, refCall{bucket: m.curIdx, failed: failed, slow: slow})
 	if m.state != Closed || (!failed && !slow) {
@@ -259,6 +265,7 @@ func runAgainstModel(t *testing.T, p Policy, seed uint64) {
 		require.Equal(t, m.state, b.State(), "step %d after %s; recent: %v", step, op, log)
 		require.Equal(t, m.retryAfter(now()), b.RetryAfter(), "step %d retry-after after %s; recent: %v", step, op, log)
 		if m.state.Admits() {
+			m.slideTo(now()) // a snapshot slides the window to now, as a measured call does
 			require.Equal(t, m.counts(), b.Snapshot().Window, "step %d window after %s; recent: %v", step, op, log)
 		}
 	}

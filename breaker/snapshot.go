@@ -30,6 +30,12 @@ func (b *Breaker) SnapshotAt(now time.Time) Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	sg := b.loadSG()
+	if State(sg & stateMask).Admits() {
+		// Slide the window to now, so a dependency that went quiet after an incident
+		// stops reporting the incident's failures once they are older than the window.
+		b.win.advance(n, b.stripes)
+		b.bucketEnd.Store(b.win.end())
+	}
 	s := Snapshot{
 		Name:          b.name,
 		PolicyVersion: b.policy.Version,
