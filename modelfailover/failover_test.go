@@ -247,26 +247,7 @@ func TestStreamFailingAfterTwoChunksIsNotPapered(t *testing.T) {
 			require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"Hel", "lo ", "world"}, Gate: gate,
 				Fail: &geminifake.Failure{Code: 503, AfterChunks: 2, Abort: tt.abort}}))
 
-			type item struct {
-				partial bool
-				text    string
-				meta    map[string]any
-				err     error
-			}
-			items := make(chan item)
-			go func() {
-				defer close(items)
-				for ev, err := range h.runner.Run(context.Background(), "user", newSession(),
-					genai.NewContentFromText("hi", genai.RoleUser), agentSSE()) {
-					if err != nil {
-						items <- item{err: err}
-						return
-					}
-					if ev.Author != "user" {
-						items <- item{partial: ev.Partial, text: text(ev.Content), meta: ev.CustomMetadata}
-					}
-				}
-			}()
+			items := streamTurn(h, "hi")
 			ctx := t.Context()
 			<-gate.Arrived()
 			for _, want := range []string{"Hel", "lo "} {
@@ -279,7 +260,7 @@ func TestStreamFailingAfterTwoChunksIsNotPapered(t *testing.T) {
 				assert.Zero(t, h.breaker(a).Snapshot().Window.Calls)
 			}
 			require.NoError(t, gate.Step(ctx))
-			var rest []item
+			var rest []streamed
 			for it := range items {
 				rest = append(rest, it)
 			}

@@ -300,3 +300,32 @@ func (e *eventLog) servedBy() []string {
 func agentSSE() agent.RunConfig { return agent.RunConfig{StreamingMode: agent.StreamingModeSSE} }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// streamed is one event of a streaming turn, as streamTurn delivers it.
+type streamed struct {
+	partial bool
+	text    string
+	meta    map[string]any
+	err     error
+}
+
+// streamTurn runs one streaming turn on its own goroutine and hands its non-user events
+// over a channel, so a test can step a gated reply chunk by chunk. The channel closes
+// when the turn ends.
+func streamTurn(h *harness, message string) <-chan streamed {
+	items := make(chan streamed)
+	go func() {
+		defer close(items)
+		for ev, err := range h.runner.Run(context.Background(), "user", newSession(),
+			genai.NewContentFromText(message, genai.RoleUser), agentSSE()) {
+			if err != nil {
+				items <- streamed{err: err}
+				return
+			}
+			if ev.Author != "user" {
+				items <- streamed{partial: ev.Partial, text: text(ev.Content), meta: ev.CustomMetadata}
+			}
+		}
+	}()
+	return items
+}

@@ -43,25 +43,7 @@ func TestStreamedSuccessIsRecordedOnceOnTheFinalResponse(t *testing.T) {
 
 			gate := geminifake.NewGate(0)
 			require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"one ", "two ", "three"}, Gate: gate}))
-			type item struct {
-				partial bool
-				text    string
-				err     error
-			}
-			items := make(chan item)
-			go func() {
-				defer close(items)
-				for ev, err := range h.runner.Run(context.Background(), "user", newSession(),
-					genai.NewContentFromText("count", genai.RoleUser), agentSSE()) {
-					if err != nil {
-						items <- item{err: err}
-						return
-					}
-					if ev.Author != "user" {
-						items <- item{partial: ev.Partial, text: text(ev.Content)}
-					}
-				}
-			}()
+			items := streamTurn(h, "count")
 			<-gate.Arrived()
 			for _, want := range []string{"one ", "two "} {
 				require.NoError(t, gate.Step(t.Context()))
@@ -72,15 +54,17 @@ func TestStreamedSuccessIsRecordedOnceOnTheFinalResponse(t *testing.T) {
 				assert.Equal(t, breaker.HalfOpen, h.breaker(a).State(), "no success per chunk")
 			}
 			require.NoError(t, gate.Step(t.Context()))
-			var rest []item
+			var rest []streamed
 			for it := range items {
 				require.NoError(t, it.err)
 				rest = append(rest, it)
 			}
 			// The last chunk, then the aggregated final answer.
 			require.Len(t, rest, 2)
-			assert.Equal(t, item{partial: true, text: "three"}, rest[0])
-			assert.Equal(t, item{text: "one two three"}, rest[1])
+			assert.True(t, rest[0].partial)
+			assert.Equal(t, "three", rest[0].text)
+			assert.False(t, rest[1].partial)
+			assert.Equal(t, "one two three", rest[1].text)
 			assert.Equal(t, breaker.Closed, h.breaker(a).State())
 			assert.Equal(t, []int{3, 2}, h.counts())
 
