@@ -1,4 +1,4 @@
-package agentbreaker_test
+package readme_test
 
 // The Go blocks of README.md, compiled. TestReadmeGoBlocksAreCompiled fails when a
 // block in the README is not found, line for line, in a function of a test file;
