@@ -133,7 +133,7 @@ func modelFailover(proUS, proEU model.LLM, pager interface{ Notify(modelfailover
 
 func journalAndRetry(ctx context.Context, deps *dependencymap.Map, paymentsStatus journal.StatusLookup, req *http.Request, args map[string]any) error {
 	j, err := journal.Open(ctx, journal.Config{
-		Backend: sqlite.Backend{Path: "/var/lib/agent/intents.db"},                 // or postgres.Backend{DSN: ...}
+		Backend: sqlite.Backend{Path: "/var/lib/agent/intents.db"},           // or postgres.Backend{DSN: ...}
 		Lookups: map[string]journal.StatusLookup{"payments": paymentsStatus}, // was it applied?
 	})
 	if err != nil {
@@ -192,8 +192,8 @@ func adminEndpoint(deps *dependencymap.Map, guard *callbacks.Callbacks, failover
 		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"), // required, 16+ bytes, no default
 		Breakers:  deps,
 		Bulkheads: admin.BulkheadGroup(guard.Bulkheads()), // optional
-		Routes:    admin.FailoverRoutes(failover),          // optional
-		Journal:   admin.JournalOf(j),                      // optional
+		Routes:    admin.FailoverRoutes(failover),         // optional
+		Journal:   admin.JournalOf(j),                     // optional
 		Logger:    slog.Default(),
 	})
 	if err != nil {
