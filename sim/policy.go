@@ -25,6 +25,15 @@ var DefaultPolicy = dependencymap.FilePolicy{
 // UserPolicy returns the scenario's policy as the breaker will run it: the file's fields
 // over DefaultPolicy's, then the breaker's defaults, adjusted for simulation (simPolicy).
 func (s Scenario) UserPolicy() (breaker.Policy, error) {
+	cfg, err := dependencymap.File{Default: s.filePolicy()}.Config()
+	if err != nil {
+		return breaker.Policy{}, policyError(err)
+	}
+	return simPolicy(cfg.Default), nil
+}
+
+// filePolicy is the scenario's policy over DefaultPolicy, in the file's form.
+func (s Scenario) filePolicy() dependencymap.FilePolicy {
 	fp := DefaultPolicy
 	over := s.Policy
 	if over.FailureRateThreshold != 0 {
@@ -43,11 +52,7 @@ func (s Scenario) UserPolicy() (breaker.Policy, error) {
 	fp.Buckets, fp.SlowCallThreshold, fp.SlowCallRateThreshold = over.Buckets, over.SlowCallThreshold, over.SlowCallRateThreshold
 	fp.CooldownMultiplier, fp.MaxCooldown, fp.Jitter = over.CooldownMultiplier, over.MaxCooldown, over.Jitter
 	fp.HalfOpenProbes, fp.ProbeLease, fp.MaxRetryAfter, fp.Version = over.HalfOpenProbes, over.ProbeLease, over.MaxRetryAfter, over.Version
-	cfg, err := dependencymap.File{Default: fp}.Config()
-	if err != nil {
-		return breaker.Policy{}, policyError(err)
-	}
-	return simPolicy(cfg.Default), nil
+	return fp
 }
 
 // DefaultsPolicy is agentbreaker's default policy as the simulator runs it.

@@ -239,7 +239,7 @@ func (r *recorder) transition(at time.Time, from, to breaker.State, reason strin
 		if r.inOutage(at) {
 			if r.firstTrip.IsZero() {
 				r.firstTrip = at
-				v := at.Sub(r.onset).Seconds()
+				v := ms(at.Sub(r.onset))
 				r.sum.TripAfterOnset = &v
 			}
 		} else {
@@ -251,7 +251,7 @@ func (r *recorder) transition(at time.Time, from, to breaker.State, reason strin
 			r.sum.ProbesDuringOutage++
 		}
 	case to == breaker.Closed && !at.Before(r.recov) && r.sum.CloseAfterRecovery == nil && !r.firstTrip.IsZero():
-		v := at.Sub(r.recov).Seconds()
+		v := ms(at.Sub(r.recov))
 		r.sum.CloseAfterRecovery = &v
 	}
 }
@@ -323,3 +323,27 @@ func quantile(sorted []float64, q float64) float64 {
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return math.Round(sorted[max(i, 0)]*1000) / 1000
 }
+
+// Summaries is the JSON summary: the scenario and each strategy's headline figures and
+// breaker transitions, without the per-bin series.
+func (r *Result) Summaries() any {
+	type strat struct {
+		Name        string       `json:"name"`
+		Description string       `json:"description"`
+		Policy      *PolicyInfo  `json:"policy,omitempty"`
+		Summary     Summary      `json:"summary"`
+		Transitions []Transition `json:"transitions"`
+	}
+	out := struct {
+		Scenario   Scenario  `json:"scenario"`
+		Start      time.Time `json:"start"`
+		Strategies []strat   `json:"strategies"`
+	}{Scenario: r.Scenario, Start: r.Start}
+	for _, sr := range r.Strategies {
+		out.Strategies = append(out.Strategies, strat{sr.Name, sr.Description, sr.Policy, sr.Summary, sr.Transitions})
+	}
+	return out
+}
+
+// ms is d in seconds, rounded to the millisecond.
+func ms(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }

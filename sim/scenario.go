@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -439,5 +440,56 @@ func (s Scenario) recovery(start time.Time) time.Time { return start.Add(s.Outag
 // policyError puts a dependency-file policy error under the scenario's policy field. The
 // dependencymap and breaker errors already name the field and the value.
 func policyError(err error) error {
-	return fmt.Errorf("sim: policy: %w", err)
+	msg := strings.TrimPrefix(err.Error(), "dependencymap: ")
+	if strings.HasPrefix(msg, "default.") {
+		return fmt.Errorf("sim: policy.%s", strings.TrimPrefix(msg, "default."))
+	}
+	return fmt.Errorf("sim: policy: %s", msg)
+}
+
+// MarshalJSON writes the scenario in its file form (durations as "30s"), so a summary's
+// scenario can be given back to ParseScenario.
+func (s Scenario) MarshalJSON() ([]byte, error) {
+	type file struct {
+		Seed                    uint64                   `json:"seed"`
+		Duration                string                   `json:"duration"`
+		Users                   int                      `json:"users"`
+		TurnRate                float64                  `json:"turn_rate"`
+		Dependency              string                   `json:"dependency"`
+		Latency                 string                   `json:"latency"`
+		ErrorRate               float64                  `json:"error_rate"`
+		OutageStart             string                   `json:"outage_start"`
+		OutageEnd               string                   `json:"outage_end"`
+		OutageErrorRate         float64                  `json:"outage_error_rate"`
+		OutageMode              string                   `json:"outage_mode"`
+		ErrorLatency            string                   `json:"error_latency"`
+		ModelLatency            string                   `json:"model_latency"`
+		SubAgents               int                      `json:"sub_agents"`
+		ClientAttempts          int                      `json:"client_attempts"`
+		ClientBackoff           string                   `json:"client_backoff"`
+		Reissues                int                      `json:"reissues"`
+		ReissueAfterError       float64                  `json:"reissue_after_error"`
+		ReissueAfterUnavailable float64                  `json:"reissue_after_unavailable"`
+		ToolTimeout             string                   `json:"tool_timeout"`
+		TurnTimeout             string                   `json:"turn_timeout"`
+		Bulkhead                int                      `json:"bulkhead"`
+		Policy                  dependencymap.FilePolicy `json:"policy"` // over DefaultPolicy
+		Strategies              []string                 `json:"strategies"`
+	}
+	rate := func(f float64) float64 { // explicit zeros are kept as the smallest positive value
+		if f < 1e-200 {
+			return 0
+		}
+		return f
+	}
+	return json.Marshal(file{
+		Seed: s.Seed, Duration: s.Duration.String(), Users: s.Users, TurnRate: s.TurnRate,
+		Dependency: s.Dependency, Latency: s.Latency.String(), ErrorRate: rate(s.ErrorRate),
+		OutageStart: s.OutageStart.Round(time.Millisecond).String(), OutageEnd: s.OutageEnd.String(),
+		OutageErrorRate: rate(s.OutageErrorRate), OutageMode: s.OutageMode, ErrorLatency: s.ErrorLatency.String(),
+		ModelLatency: s.ModelLatency.String(), SubAgents: s.SubAgents, ClientAttempts: s.ClientAttempts,
+		ClientBackoff: s.ClientBackoff.String(), Reissues: s.Reissues, ReissueAfterError: rate(s.ReissueAfterError),
+		ReissueAfterUnavailable: rate(s.ReissueAfterUnavailable), ToolTimeout: s.ToolTimeout.String(),
+		TurnTimeout: s.TurnTimeout.String(), Bulkhead: s.Bulkhead, Policy: s.filePolicy(), Strategies: s.Strategies,
+	})
 }
