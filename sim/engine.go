@@ -12,11 +12,10 @@ import (
 // clock is set to the event's time: the breaker, bulkhead, callbacks and retry code all
 // read that clock.
 type engine struct {
-	clk  *clock.Fake
-	now  time.Time
-	q    events
-	seq  uint64
-	stop time.Time
+	clk *clock.Fake
+	now time.Time
+	q   events
+	seq uint64
 }
 
 type event struct {

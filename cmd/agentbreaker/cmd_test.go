@@ -19,7 +19,8 @@ func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
-var short = []string{"-duration", "6m", "-outage-start", "1m", "-outage-end", "4m"}
+// short is a small incident, so the tests stay quick under the race detector.
+var short = []string{"-duration", "4m", "-outage-start", "1m", "-outage-end", "3m", "-turn-rate", "0.5", "-users", "15"}
 
 func TestSimulateWritesOutputs(t *testing.T) {
 	dir := t.TempDir()

@@ -11,7 +11,7 @@ import (
 
 // Draw the design document's incident, one row per strategy.
 func ExampleWrite() {
-	res, err := sim.Run(sim.Scenario{Strategies: []string{sim.StrategyNaive, sim.StrategyPolicy}}, sim.Options{})
+	res, err := sim.Run(sim.Scenario{Strategies: []string{sim.StrategyPolicy}}, sim.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -27,8 +27,8 @@ func ExampleWrite() {
 		return
 	}
 	fmt.Println(img.Bounds().Dx(), "x", img.Bounds().Dy())
-	fmt.Println(plot.Titles(res)[4])
+	fmt.Println(plot.Titles(res)[1])
 	// Output:
-	// 1498 x 442
+	// 1498 x 221
 	// agentbreaker-policy: calls to enrichment per 10 s (43 in outage)
 }
