@@ -96,7 +96,7 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 	case StrategyNaive:
 		x.g = noGuard{attempts: s.ClientAttempts}
 		sr.Description = fmt.Sprintf("no breaker, no bulkhead; client %d attempts × %d sub-agents × %d model issues",
-			s.ClientAttempts, s.SubAgents, s.Reissues+1)
+			s.ClientAttempts, s.SubAgents, max(s.Reissues, 0)+1)
 	case StrategyConsecutive:
 		p := gobreakerDefaults
 		x.g = &consecutiveGuard{p: p, attempts: s.ClientAttempts, now: e.clk.Now, rec: x.rec}

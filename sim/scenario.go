@@ -98,7 +98,9 @@ type Scenario struct {
 	// Defaults to 100ms.
 	ClientBackoff time.Duration `yaml:"client_backoff" json:"client_backoff"`
 	// Reissues is how many times the model calls a failed tool again in one turn, at
-	// most. Defaults to 2 (three issues: 3 attempts × 2 sub-agents × 3 issues = 18 calls).
+	// most. Defaults to 2 (three issues: 3 attempts × 2 sub-agents × 3 issues = 18 calls);
+	// a negative value means none (the model never calls again), as zero means the
+	// default. A file or flag value of 0 is stored as -1.
 	Reissues int `yaml:"reissues" json:"reissues"`
 	// ReissueAfterError is the chance the model calls again after a raw error.
 	// Defaults to 1.
@@ -232,7 +234,7 @@ func (s Scenario) Validate() error {
 		{"users", s.Users, 1, 100000},
 		{"sub_agents", s.SubAgents, 1, 100},
 		{"client_attempts", s.ClientAttempts, 1, 100},
-		{"reissues", s.Reissues, 0, 100},
+		{"reissues", s.Reissues, -1, 100},
 		{"bulkhead", s.Bulkhead, 1, 1000000},
 	}
 	for _, n := range ints {
@@ -387,7 +389,7 @@ func ParseScenario(data []byte) (Scenario, error) {
 		}
 	}
 	if f.Reissues != nil && *f.Reissues == 0 {
-		s.Reissues = -1 // explicit zero: WithDefaults must not replace it
+		s.Reissues = -1 // explicit zero: none, which WithDefaults keeps
 	}
 	for _, r := range []struct {
 		name string
@@ -411,9 +413,6 @@ func ParseScenario(data []byte) (Scenario, error) {
 	}
 	s.Dependency, s.OutageMode, s.Policy, s.Strategies = f.Dependency, f.OutageMode, f.Policy, f.Strategies
 	s = s.WithDefaults()
-	if s.Reissues == -1 {
-		s.Reissues = 0
-	}
 	if err := s.Validate(); err != nil {
 		return Scenario{}, err
 	}
@@ -488,7 +487,7 @@ func (s Scenario) MarshalJSON() ([]byte, error) {
 		OutageStart: s.OutageStart.Round(time.Millisecond).String(), OutageEnd: s.OutageEnd.String(),
 		OutageErrorRate: rate(s.OutageErrorRate), OutageMode: s.OutageMode, ErrorLatency: s.ErrorLatency.String(),
 		ModelLatency: s.ModelLatency.String(), SubAgents: s.SubAgents, ClientAttempts: s.ClientAttempts,
-		ClientBackoff: s.ClientBackoff.String(), Reissues: s.Reissues, ReissueAfterError: rate(s.ReissueAfterError),
+		ClientBackoff: s.ClientBackoff.String(), Reissues: max(s.Reissues, 0), ReissueAfterError: rate(s.ReissueAfterError),
 		ReissueAfterUnavailable: rate(s.ReissueAfterUnavailable), ToolTimeout: s.ToolTimeout.String(),
 		TurnTimeout: s.TurnTimeout.String(), Bulkhead: s.Bulkhead, Policy: s.filePolicy(), Strategies: s.Strategies,
 	})

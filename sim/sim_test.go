@@ -165,7 +165,7 @@ func TestScenarioRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Reissues != 0 || in.Users != 5 || in.Seed != 7 {
+	if in.Reissues != -1 || in.Users != 5 || in.Seed != 7 {
 		t.Fatalf("parsed %+v", in)
 	}
 	b, err := json.Marshal(in)
@@ -230,5 +230,27 @@ func TestConsecutiveGuard(t *testing.T) {
 	}
 	if len(rec.trans) != 3 {
 		t.Fatalf("transitions %+v", rec.trans)
+	}
+}
+
+// TestNoReissues is a regression test: "reissues: 0" once came back as the default 2
+// when Run applied the defaults again.
+func TestNoReissues(t *testing.T) {
+	short := "duration: 5m\noutage_start: 1m\noutage_end: 4m\nstrategies: [naive]\n"
+	none, err := ParseScenario([]byte(short + "reissues: 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := ParseScenario([]byte(short))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := mustRun(t, none), mustRun(t, def)
+	if !strings.Contains(a.Strategies[0].Description, "× 1 model issues") {
+		t.Errorf("description %q: want one model issue", a.Strategies[0].Description)
+	}
+	n, d := a.Strategies[0].Summary.CallsDuringOutage, b.Strategies[0].Summary.CallsDuringOutage
+	if 3*n > 2*d {
+		t.Errorf("%d outage calls without re-issues, %d with two: want far fewer", n, d)
 	}
 }

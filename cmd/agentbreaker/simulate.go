@@ -204,11 +204,6 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if s.Reissues == -1 {
-		s.Reissues = 0
-		s = s.WithDefaults()
-		s.Reissues = 0
-	}
 	if *depsFile != "" {
 		fp, err := policyFromDeps(*depsFile, s.WithDefaults().Dependency)
 		if err != nil {
