@@ -254,3 +254,21 @@ func TestNoReissues(t *testing.T) {
 		t.Errorf("%d outage calls without re-issues, %d with two: want far fewer", n, d)
 	}
 }
+
+// TestBulkheadCapsCallsInFlight: under five turns a second of hanging calls, the real
+// bulkhead keeps at most Bulkhead calls waiting on the dependency while the window fills;
+// without one, the calls pile up.
+func TestBulkheadCapsCallsInFlight(t *testing.T) {
+	r := mustRun(t, Scenario{Duration: 3 * time.Minute, OutageStart: time.Minute, OutageEnd: 2 * time.Minute,
+		TurnRate: 5, Users: 100, Bulkhead: 10, Strategies: []string{StrategyNaive, StrategyDefaults}})
+	naive, ab := r.Strategies[0].Summary, r.Strategies[1].Summary
+	if ab.PeakInFlight > 10 {
+		t.Errorf("agentbreaker: %d calls in flight at once, bulkhead 10", ab.PeakInFlight)
+	}
+	if naive.PeakInFlight <= 30 {
+		t.Errorf("naive: peak %d in flight, want the hang to pile calls up", naive.PeakInFlight)
+	}
+	if ab.TripAfterOnset == nil || *ab.TripAfterOnset > 60 {
+		t.Errorf("agentbreaker tripped %s after onset, want within a minute", secs(ab.TripAfterOnset))
+	}
+}

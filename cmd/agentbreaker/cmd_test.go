@@ -242,3 +242,24 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 		t.Errorf("drew %q into a non-terminal", buf.String())
 	}
 }
+
+// The bar's drawing, as on a terminal: nothing in the first 0.3 s, then a bar that is
+// redrawn only when the percentage changes, and cleared at the end.
+func TestProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progress{w: &buf, last: -1}
+	p.update(0.1, 100*time.Millisecond)
+	if buf.Len() != 0 {
+		t.Fatalf("drew %q before %v", buf.String(), showAfter)
+	}
+	p.update(0.5, time.Second)
+	p.update(0.501, time.Second)
+	if got := buf.String(); strings.Count(got, "\r[") != 1 || !strings.Contains(got, " 50%") ||
+		!strings.Contains(got, strings.Repeat("#", 20)+strings.Repeat(".", 20)) {
+		t.Fatalf("bar %q", got)
+	}
+	p.done()
+	if !strings.HasSuffix(buf.String(), "\r") {
+		t.Errorf("bar not cleared: %q", buf.String())
+	}
+}
