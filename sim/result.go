@@ -78,6 +78,9 @@ type Summary struct {
 	// Rejected counts calls answered without reaching the dependency (open breaker,
 	// full bulkhead, spent retry budget).
 	Rejected int `json:"rejected_calls"`
+	// BulkheadRejected counts the rejections by a full bulkhead (agentbreaker's busy
+	// payload); each counts as a failure for the breaker.
+	BulkheadRejected int `json:"bulkhead_rejected"`
 	// TripAfterOnset is how long after the outage began the breaker first opened.
 	TripAfterOnset *float64 `json:"trip_after_onset_s"`
 	// Trips counts closed→open transitions; FalseTrips those outside the outage.

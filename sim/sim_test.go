@@ -262,8 +262,8 @@ func TestBulkheadCapsCallsInFlight(t *testing.T) {
 	r := mustRun(t, Scenario{Duration: 3 * time.Minute, OutageStart: time.Minute, OutageEnd: 2 * time.Minute,
 		TurnRate: 5, Users: 100, Bulkhead: 10, Strategies: []string{StrategyNaive, StrategyDefaults}})
 	naive, ab := r.Strategies[0].Summary, r.Strategies[1].Summary
-	if ab.PeakInFlight > 10 {
-		t.Errorf("agentbreaker: %d calls in flight at once, bulkhead 10", ab.PeakInFlight)
+	if ab.PeakInFlight > 10 || ab.BulkheadRejected == 0 {
+		t.Errorf("agentbreaker: %d calls in flight at once, %d bulkhead rejections; bulkhead 10", ab.PeakInFlight, ab.BulkheadRejected)
 	}
 	if naive.PeakInFlight <= 30 {
 		t.Errorf("naive: peak %d in flight, want the hang to pile calls up", naive.PeakInFlight)
