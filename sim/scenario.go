@@ -48,6 +48,11 @@ func Strategies() []string {
 // Scenario describes one incident to simulate. Its zero value is the first design
 // document's incident (see DefaultScenario); every field documents its default. The YAML
 // and JSON names are the command's flag names with underscores for hyphens.
+//
+// A zero field takes its default. Where zero is also a meaningful value (the rates and
+// chances, OutageStart, Reissues), a file or flag that says 0 is stored as a stand-in
+// that WithDefaults keeps and that behaves as zero: math.SmallestNonzeroFloat64, one
+// nanosecond, or -1.
 type Scenario struct {
 	// Seed drives every random choice; the same seed gives the same result. Defaults to 1.
 	Seed uint64 `yaml:"seed" json:"seed"`
@@ -315,8 +320,8 @@ type scenarioFile struct {
 	Strategies              []string                 `yaml:"strategies"`
 }
 
-// zeroMeans marks values whose zero would be read as "default": in a file an explicit
-// zero is kept distinct by pointer and rejected when zero is not allowed.
+// setInt copies a count given in a file; an explicit zero (told apart from an absent key
+// by the pointer) is rejected, as no count but reissues may be zero.
 func setInt(dst *int, src *int, name string) error {
 	if src == nil {
 		return nil
@@ -476,7 +481,7 @@ func (s Scenario) MarshalJSON() ([]byte, error) {
 		Strategies              []string                 `json:"strategies"`
 	}
 	rate := func(f float64) float64 { // explicit zeros are kept as the smallest positive value
-		if f < 1e-200 {
+		if f < 1e-300 {
 			return 0
 		}
 		return f

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,7 +64,7 @@ func rateFlag(key, usage string, dst func(*sim.Scenario) *float64) scenarioFlag 
 			return fmt.Errorf("not a number")
 		}
 		if f == 0 {
-			f = 1e-300 // an explicit zero (0 would mean "default")
+			f = math.SmallestNonzeroFloat64 // an explicit zero; see sim.Scenario
 		}
 		*dst(s) = f
 		return nil
