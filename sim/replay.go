@@ -37,7 +37,9 @@ func (r Record) Start() time.Time { return r.End.Add(-r.Elapsed) }
 // CSV of timestamp,dependency,outcome,latency_ms (a header line is optional; timestamps
 // are RFC 3339 or Unix seconds). Lines that are not call outcomes (breaker transitions,
 // short-circuits, start-up messages) are skipped; so are calls a breaker or bulkhead
-// stopped, which never reached the dependency. A malformed line is an error naming its
+// stopped, which never reached the dependency. A call logged by several of
+// agentbreaker's packages is read once: from the callbacks' records when the log has
+// any, else telemetry's, else the retry orchestrator's. A malformed line is an error naming its
 // line number, field and value. A CSV timestamp is when the call started; a slog
 // record's time is when it ended.
 func ReadRecords(r io.Reader) ([]Record, error) {
@@ -49,8 +51,32 @@ func ReadRecords(r io.Reader) ([]Record, error) {
 	return readCSVRecords(br)
 }
 
+// Sources of call records in agentbreaker's logs, most preferred first. One call can be
+// logged by the callbacks, by telemetry and by the retry orchestrator; only the most
+// preferred source present in a log is read, so that no call counts twice.
+const (
+	sourceCallbacks = iota // event=call_outcome
+	sourceTelemetry        // msg "agentbreaker: call attempt"
+	sourceRetry            // one record per attempt, with "next"
+	sourceOther            // any other record with dependency and outcome
+	sources
+)
+
+func sourceOf(m map[string]any) int {
+	if ev, _ := m["event"].(string); ev == "call_outcome" {
+		return sourceCallbacks
+	}
+	if msg, _ := m["msg"].(string); msg == "agentbreaker: call attempt" {
+		return sourceTelemetry
+	}
+	if _, ok := m["next"]; ok {
+		return sourceRetry
+	}
+	return sourceOther
+}
+
 func readJSONRecords(r io.Reader) ([]Record, error) {
-	var out []Record
+	var bySource [sources][]Record
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	line := 0
@@ -90,12 +116,18 @@ func readJSONRecords(r io.Reader) ([]Record, error) {
 		if rec.Verdict = verdictOf(rec.Outcome, rec.Class, verdict); rec.Verdict == 0 {
 			continue
 		}
-		out = append(out, rec)
+		src := sourceOf(m)
+		bySource[src] = append(bySource[src], rec)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("sim: records: %w", err)
 	}
-	return sortRecords(out), nil
+	for _, rs := range bySource {
+		if len(rs) > 0 {
+			return sortRecords(rs), nil
+		}
+	}
+	return nil, nil
 }
 
 func readCSVRecords(r io.Reader) ([]Record, error) {
@@ -271,6 +303,9 @@ type ReplayResult struct {
 	// periods the breaker would have refused.
 	FalseTrips      int `json:"false_trips"`
 	HealthyRejected int `json:"healthy_rejected"`
+	// Warning says why the figures may mislead, when something in the records suggests
+	// it.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Replay runs the records of one dependency through a real breaker with policy p on the
@@ -290,6 +325,10 @@ func Replay(rs []Record, dependency string, p breaker.Policy, outages []Period) 
 		TripAfterOnset: make([]*float64, len(outages)), Trips: []time.Time{}}
 	if len(mine) == 0 {
 		return res, nil
+	}
+	if !slices.ContainsFunc(mine, func(r Record) bool { return r.Verdict == classify.Healthy }) {
+		res.Warning = "no successful call in the records: agentbreaker logs successes at debug level, " +
+			"so a log kept at info level holds only failures and every policy looks like it should trip"
 	}
 	e := newEngine(mine[0].Start())
 	b, err := breaker.New(breaker.Config{Name: dependency, Policy: p, Clock: e.clk,

@@ -166,6 +166,8 @@ func TestReadRecordsFromCallbacksLog(t *testing.T) {
 			_, _ = after(ctx, tl, map[string]any{"i": i}, map[string]any{"ok": true}, nil)
 		}
 	}
+	// The same calls as the retry orchestrator logs them: not read a second time.
+	buf.WriteString(`{"time":"2026-03-01T09:00:00Z","msg":"agentbreaker: attempt","dependency":"crm","attempt":1,"outcome":"SUCCEEDED","error_class":"none","elapsed_ms":250,"next":"succeeded"}` + "\n")
 	rs, err := ReadRecords(&buf)
 	if err != nil {
 		t.Fatal(err)
@@ -178,5 +180,19 @@ func TestReadRecordsFromCallbacksLog(t *testing.T) {
 		if r.Dependency != "crm" || r.Verdict != want[i] || r.Elapsed != 250*time.Millisecond {
 			t.Errorf("record %d: %+v, want crm, %v, 250ms", i, r, want[i])
 		}
+	}
+}
+
+func TestReplayWarnsWithoutSuccesses(t *testing.T) {
+	rs, err := ReadRecords(strings.NewReader(`{"time":"2026-03-01T09:00:00Z","event":"call_outcome","dependency":"crm","outcome":"UNKNOWN","error_class":"timeout","elapsed_ms":5000}` + "\n"))
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("%v, %d records", err, len(rs))
+	}
+	res, err := Replay(rs, "crm", breaker.Policy{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Warning, "debug level") {
+		t.Errorf("warning %q", res.Warning)
 	}
 }

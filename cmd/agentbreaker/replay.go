@@ -178,6 +178,9 @@ func writeReplay(w io.Writer, r *sim.ReplayResult) {
 		}
 		fmt.Fprintf(w, "%d outage(s): %s\n", len(r.Outages), strings.Join(spans, ", "))
 	}
+	if r.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", r.Warning)
+	}
 	fmt.Fprintf(w, "with the policy %s, the breaker would have\n", describe(r.Policy))
 	for i, o := range r.Outages {
 		if a := r.TripAfterOnset[i]; a != nil {
