@@ -199,6 +199,9 @@ func (g *abGuard) admit(c *call) (bool, answer) {
 		return false, answerFirm
 	case res[payloads.KeyResponseType] == payloads.TypeOutcomeUnknown:
 		return false, answerUnknown
+	case res[payloads.KeyResponseType] == payloads.TypeBudgetExhausted:
+		g.rec.sum.RetryRefused++
+		return false, answerUnavailable
 	case res[payloads.KeyResponseType] == payloads.TypeBusy:
 		g.rec.sum.BulkheadRejected++
 		return false, answerUnavailable

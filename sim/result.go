@@ -81,6 +81,9 @@ type Summary struct {
 	// BulkheadRejected counts the rejections by a full bulkhead (agentbreaker's busy
 	// payload); each counts as a failure for the breaker.
 	BulkheadRejected int `json:"bulkhead_rejected"`
+	// RetryRefused counts the model's re-issues refused by the retry orchestrator (spent
+	// attempts, deadline or retry budget: the budget-exhausted payload).
+	RetryRefused int `json:"retry_refused"`
 	// TripAfterOnset is how long after the outage began the breaker first opened.
 	TripAfterOnset *float64 `json:"trip_after_onset_s"`
 	// Trips counts closed→open transitions; FalseTrips those outside the outage.

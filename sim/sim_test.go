@@ -80,6 +80,11 @@ func TestDefaultScenarioHeadlines(t *testing.T) {
 	if naive.WorkerSecondsHung < 10*policy.WorkerSecondsHung {
 		t.Errorf("hung worker-seconds: naive %v, policy %v: want the breaker to save most", naive.WorkerSecondsHung, policy.WorkerSecondsHung)
 	}
+	// Before the trip the model re-issues failed calls; the real retry orchestrator
+	// refuses some of them (attempts or budget spent).
+	if d := byName(t, r, StrategyDefaults).Summary; d.RetryRefused == 0 {
+		t.Errorf("defaults: no re-issue refused by the retry orchestrator: %+v", d)
+	}
 	cons := byName(t, r, StrategyConsecutive).Summary
 	if cons.TripAfterOnset == nil || cons.CloseAfterRecovery == nil || *cons.CloseAfterRecovery < 30 {
 		t.Errorf("consecutive: %+v: want a trip and a close held back by its 60 s open period", cons)
