@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker"
+
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/agentbreaker/agentbreaker/dependencymap"
@@ -132,16 +134,8 @@ type Scenario struct {
 }
 
 // ConfigError reports one invalid scenario value: the field (its YAML name) and the
-// value given.
-type ConfigError struct {
-	Field   string
-	Value   any
-	Problem string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("sim: %s: %v: %s", e.Field, e.Value, e.Problem)
-}
+// value given. It is the module-wide [agentbreaker.ConfigError].
+type ConfigError = agentbreaker.ConfigError
 
 // DefaultScenario returns the design document's incident with every default filled in.
 func DefaultScenario() Scenario { return Scenario{}.WithDefaults() }
@@ -211,7 +205,7 @@ func (s Scenario) WithDefaults() Scenario {
 // naming the first field out of range.
 func (s Scenario) Validate() error {
 	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Field: field, Value: v, Problem: problem}
+		return &ConfigError{Package: "sim", Field: field, Value: v, Problem: problem}
 	}
 	durs := []struct {
 		name   string
@@ -327,7 +321,7 @@ func setInt(dst *int, src *int, name string) error {
 		return nil
 	}
 	if *src == 0 && name != "reissues" {
-		return &ConfigError{Field: name, Value: 0, Problem: "must be at least 1 (leave it out for the default)"}
+		return &ConfigError{Package: "sim", Field: name, Value: 0, Problem: "must be at least 1 (leave it out for the default)"}
 	}
 	*dst = *src
 	return nil
@@ -368,13 +362,13 @@ func ParseScenario(data []byte) (Scenario, error) {
 		}
 		v, err := time.ParseDuration(d.src)
 		if err != nil {
-			return Scenario{}, &ConfigError{Field: d.name, Value: d.src, Problem: "not a duration (want e.g. 30s, 5m)"}
+			return Scenario{}, &ConfigError{Package: "sim", Field: d.name, Value: d.src, Problem: "not a duration (want e.g. 30s, 5m)"}
 		}
 		if v == 0 && d.name == "outage_start" {
 			v = time.Nanosecond // an outage from the first instant: keep it distinct from "default"
 		}
 		if v == 0 {
-			return Scenario{}, &ConfigError{Field: d.name, Value: d.src, Problem: "must be more than zero (leave it out for the default)"}
+			return Scenario{}, &ConfigError{Package: "sim", Field: d.name, Value: d.src, Problem: "must be more than zero (leave it out for the default)"}
 		}
 		*d.dst = v
 	}
