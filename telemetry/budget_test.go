@@ -62,9 +62,15 @@ func scrape(t *testing.T, reg *prometheus.Registry) (int, string, int) {
 // TestSeriesBudgetUnderInventedNames drives 100,000 invented tool, dependency, model,
 // route and error-class names, and 5,000 breakers, through every metric family, and
 // checks that the exposition stays under the documented bound (issue 15 e: 5,000
-// breaker names gave 50,000 series, and invented names 83,000 in all).
+// breaker names gave 50,000 series, and invented names 83,000 in all). Under the race
+// detector it drives 10,000 names, still far past the budget; CI runs the full
+// 100,000 without it.
 func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 	t.Parallel()
+	names := 100_000
+	if raceEnabled {
+		names = 10_000
+	}
 	require.Equal(t, telemetry.DefaultSeriesBound, telemetry.Config{}.SeriesBound())
 	require.Equal(t, 10288, telemetry.DefaultSeriesBound, "the bound written in the godoc and the README")
 
@@ -88,7 +94,7 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 
 	ctx := context.Background()
 	outcomes := []classify.Outcome{classify.Succeeded, classify.FailedBeforeSend, classify.Failed, classify.Unknown}
-	for i := range 100_000 {
+	for i := range names {
 		dep, tool := fmt.Sprintf("invented-dep-%d", i), fmt.Sprintf("invented_tool_%d", i)
 		tel.CallOutcome(ctx, observe.Call{Dependency: dep, Tool: tool, Outcome: outcomes[i%4],
 			Class: classify.Class(fmt.Sprintf("invented_class_%d", i)), Elapsed: time.Millisecond})
@@ -105,7 +111,7 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 
 	status, body, series := scrape(t, reg)
 	require.Equal(t, http.StatusOK, status)
-	t.Logf("%d series in the exposition (bound %d)", series, telemetry.DefaultSeriesBound)
+	t.Logf("%d invented names: %d series in the exposition (bound %d)", names, series, telemetry.DefaultSeriesBound)
 	require.LessOrEqual(t, series, telemetry.DefaultSeriesBound)
 	require.Greater(t, series, telemetry.DefaultMaxSeries*9/10, "the budget is used, not wasted")
 	for _, want := range []string{
@@ -119,7 +125,7 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 		require.True(t, strings.Contains(body, want), "%s is not in the exposition", want)
 	}
 	overflow := testutil.ToFloat64(counterOf(t, reg, "agentbreaker_telemetry_series_overflow_total", "metric", "agentbreaker_short_circuits_total"))
-	require.Greater(t, overflow, 90_000.0, "every folded report is counted")
+	require.Greater(t, overflow, float64(names)*0.9, "every folded report is counted")
 }
 
 // counterOf reads one series of a gathered family.
