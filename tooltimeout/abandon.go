@@ -19,7 +19,9 @@ type Abandon struct {
 	// call finally returns (its result is dropped).
 	Returned bool
 	// Running is how many abandoned calls of this tool are still running after this
-	// event (Stats().Abandoned).
+	// event (Stats().Abandoned). When a tool returns just as the wrapper gives up on
+	// it, the two reports of that call can arrive in either order, so count with +1
+	// and -1 per report rather than trusting one reading.
 	Running int64
 	// Err is what the tool returned (Returned only; nil for a success or a panic
 	// recovered into a *PanicError, which is Err then).
