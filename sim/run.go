@@ -122,7 +122,7 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 		pi := policyInfo(p)
 		sr.Policy = &pi
 	default:
-		return nil, &ConfigError{Field: "strategies", Value: name, Problem: "unknown strategy"}
+		return nil, &ConfigError{Package: "sim", Field: "strategies", Value: name, Problem: "unknown strategy"}
 	}
 	for u := 0; u < s.Users; u++ {
 		u := u
