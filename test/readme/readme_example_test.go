@@ -38,6 +38,10 @@ import (
 	"github.com/agentbreaker/agentbreaker/telemetry"
 )
 
+// The README's snippets as functions: compiled, and listed here so that nothing
+// reports them unused.
+var _ = []any{lookupCustomer, modelFailover, journalAndRetry, pluginWithJournal, metrics, adminEndpoint}
+
 // rootAgent is an agent with the two CRM tools the README talks about.
 func newRootAgent() agent.Agent {
 	var tools []tool.Tool
