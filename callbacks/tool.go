@@ -140,7 +140,9 @@ func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep s
 		// would tell the model something that is not why it is refused.
 		in.Class = classify.ClassBreakerOpen
 	}
-	in.Firm, in.ShortCircuits = d.Firm, d.Count
+	// A tool the loop guard hid was not offered to the model: calling it anyway earns
+	// the firm payload at once.
+	in.Firm, in.ShortCircuits = d.Firm || inv.tracker.Hidden(dep), d.Count
 	p := payloads.Unavailable(in)
 	at := c.timeOf(c.nanos())
 	e := Event{Kind: EventShortCircuit, At: at, Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
