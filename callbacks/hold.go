@@ -22,7 +22,8 @@ import (
 // A hold is per dependency, not per tool or per arguments: a server that sheds load
 // or ran out of quota does so for every call it receives. It only moves later, and
 // it is bounded by the dependency policy's MaxRetryAfter, so a server (or a proxy in
-// front of it) that asks for a day cannot take the tool away for a day.
+// front of it) that asks for a day cannot take the tool away for a day. A breaker
+// forced closed by an operator ignores holds: that is the way out of a wrong one.
 //
 // The zero value holds nothing. It is safe for concurrent use.
 type holds struct {
@@ -71,6 +72,10 @@ func (c *Callbacks) held(ctx agent.Context, inv *invocation, tool, dep string, b
 	if !ok {
 		return nil
 	}
+	state := b.State()
+	if state == breaker.ForcedClosed {
+		return nil // an operator's override lets everything through, holds included
+	}
 	h := v.(*hold)
 	now := c.nanos()
 	h.mu.Lock()
@@ -85,7 +90,6 @@ func (c *Callbacks) held(ctx agent.Context, inv *invocation, tool, dep string, b
 	in.Class, in.RetryAfter = class, left
 	in.Firm, in.ShortCircuits = d.Firm || inv.tracker.Hidden(dep), d.Count
 	p := payloads.Unavailable(in)
-	state := b.State()
 	e := Event{Kind: EventShortCircuit, At: c.timeOf(now), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
 		Outcome: classify.FailedBeforeSend, Class: class, Verdict: classify.Neutral,
 		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}

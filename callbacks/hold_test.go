@@ -186,3 +186,23 @@ func TestParallelDelaysHoldTheLatest(t *testing.T) {
 	require.Equal(t, int64(38), toInt64(frs[3].Response["retry_after_seconds"]), "the latest delay (40 s), 2 s gone")
 	f.requireClean(t)
 }
+
+// TestForcedClosedIgnoresTheHold: an operator who forces the breaker closed lets the
+// calls through during a server's delay; a reset to closed does not.
+func TestForcedClosedIgnoresTheHold(t *testing.T) {
+	t.Parallel()
+	crm, weather := breakertest.NewServer(t), breakertest.NewServer(t)
+	crm.Enqueue(breakertest.RetryAfter(429, 30))
+	f := holdFixture(t, crm, weather, breaker.Policy{}, 2*time.Second)
+	f.run(t, "lookup")
+	require.Equal(t, int64(1), crm.Requests())
+	b := f.breaker(t, "crm")
+	b.Reset("operator")
+	f.run(t, "lookup")
+	require.Equal(t, int64(1), crm.Requests(), "closed: still held")
+	b.ForceClosed("operator: the delay is wrong")
+	turn := f.run(t, "lookup")
+	require.Equal(t, "ok", turn.FunctionResponses()[0].Response["status"])
+	require.Equal(t, int64(2), crm.Requests(), "forced closed: the call goes through")
+	f.requireClean(t)
+}
