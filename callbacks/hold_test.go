@@ -1,6 +1,7 @@
 package callbacks_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -155,13 +156,26 @@ func toInt64(v any) int64 {
 	return -1 // not a number: the comparison fails and shows it
 }
 
-// TestParallelDelaysHoldTheLatest: three parallel calls each get a 429 with a
-// different Retry-After (their callbacks run concurrently); the hold is the latest
-// of the three, whatever order they settled in, and it never moves earlier.
+// TestParallelDelaysHoldTheLatest: three parallel calls are in flight together and
+// each gets a 429 with a different Retry-After (their callbacks run concurrently);
+// the hold is the latest of the three, whatever order they settled in, and it never
+// moves earlier.
 func TestParallelDelaysHoldTheLatest(t *testing.T) {
 	t.Parallel()
 	crm := breakertest.NewServer(t)
-	crm.Enqueue(breakertest.RetryAfter(429, 10), breakertest.RetryAfter(429, 40), breakertest.RetryAfter(429, 20))
+	held := func(seconds string) breakertest.Behavior {
+		return breakertest.Behavior{Status: 429, RetryAfter: seconds, Hang: true}
+	}
+	crm.Enqueue(held("10"), held("40"), held("20"))
+	// Release the three together once all are in flight: a call that settled first
+	// would (rightly) hold the others back before they were sent.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if crm.WaitHanging(ctx, 3) == nil {
+			crm.Release()
+		}
+	}()
 	q := func(s string) map[string]any { return map[string]any{"query": s} }
 	var f *fixture
 	f = newFixture(t, fixtureConfig{
