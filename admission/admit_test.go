@@ -3,12 +3,17 @@ package admission_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/admission"
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/stretchr/testify/require"
 )
 
@@ -81,12 +86,50 @@ func TestAdmit(t *testing.T) {
 			wantVerdict: admission.Admit, wantReason: admission.ReasonAvailable,
 		},
 		{
-			name: "half-open: the breaker picks the probe",
+			// Issue 18d: the breaker would refuse it; admitted, it was refused and lost.
+			name: "half-open with its only probe out: queued, not admitted",
 			setup: func(t *testing.T, r *rig) {
 				r.trip(t)
 				r.clk.Advance(30 * time.Second)
-				_, err := r.crm.Allow() // the probe is out
+				_, err := r.crm.Allow() // the only probe is out
 				require.NoError(t, err)
+			},
+			work:        admission.Work{Dependency: "crm", Tool: "update", Priority: admission.PriorityHigh, MaxWait: time.Hour},
+			wantVerdict: admission.Queue, wantReason: admission.ReasonQueued,
+			wantMessage: "Queued until 01:00 UTC, will run when crm recovers; crm is unavailable (being checked now). Do not call update again for this request.",
+		},
+		{
+			name: "half-open with its only probe out: a short wait is queued too, recovery may come any moment",
+			setup: func(t *testing.T, r *rig) {
+				r.trip(t)
+				r.clk.Advance(30 * time.Second)
+				_, err := r.crm.Allow() // the only probe is out
+				require.NoError(t, err)
+			},
+			work:        admission.Work{Dependency: "crm", Tool: "update", Priority: admission.PriorityHigh, MaxWait: 5 * time.Second},
+			wantVerdict: admission.Queue, wantReason: admission.ReasonQueued,
+			wantMessage: "Queued until 00:00 UTC, will run when crm recovers; crm is unavailable (being checked now). Do not call update again for this request.",
+		},
+		{
+			name: "half-open with its only probe out: work that cannot wait is told so",
+			setup: func(t *testing.T, r *rig) {
+				r.trip(t)
+				r.clk.Advance(30 * time.Second)
+				_, err := r.crm.Allow() // the only probe is out
+				require.NoError(t, err)
+			},
+			work:        admission.Work{Dependency: "crm", Tool: "update", Priority: admission.PriorityHigh},
+			wantVerdict: admission.Reject, wantReason: admission.ReasonCannotWait,
+			wantMessage: "Not done: crm is unavailable (being checked now) and this work cannot wait. Continue without it.",
+		},
+		{
+			name: "half-open, the probe's lease ran out: admitted, it may be the next probe",
+			setup: func(t *testing.T, r *rig) {
+				r.trip(t)
+				r.clk.Advance(30 * time.Second)
+				_, err := r.crm.Allow() // a probe that never reports
+				require.NoError(t, err)
+				r.clk.Advance(breaker.DefaultProbeLease)
 			},
 			work:        admission.Work{Dependency: "crm", Tool: "update"},
 			wantVerdict: admission.Admit, wantReason: admission.ReasonAvailable,
@@ -224,4 +267,35 @@ func TestQueueLimitHoldsUnderConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, map[admission.Reason]int{admission.ReasonQueued: 5, admission.ReasonQueueFull: 15}, verdicts)
+}
+
+// TestHalfOpenAdmitsWhileAProbeSlotIsFree: with two probe slots, half-open with one
+// probe out still admits (the work is the second probe); with both out it queues.
+func TestHalfOpenAdmitsWhileAProbeSlotIsFree(t *testing.T) {
+	clk := clock.NewFake(time.Time{})
+	m := dependencymap.MustNew(dependencymap.Config{Clock: clk, Dependencies: map[string]dependencymap.Dependency{
+		"crm": {Policy: breaker.Policy{MinimumCalls: 1, Cooldown: 30 * time.Second, Jitter: -1, HalfOpenProbes: 2}},
+	}})
+	j, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "q.db")}, Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	ctrl := admission.MustNew(admission.Config{Map: m, Journal: j, Clock: clk, Replay: func(context.Context, journal.QueueItem) error { return nil }})
+	crm, _ := m.Get("crm")
+	p, err := crm.Allow()
+	require.NoError(t, err)
+	p.Failure()
+	clk.Advance(30 * time.Second)
+	work := admission.Work{Dependency: "crm", Tool: "update", Priority: admission.PriorityHigh, MaxWait: time.Hour}
+	var verdicts []admission.Verdict
+	for range 3 {
+		d, err := ctrl.Admit(t.Context(), work)
+		require.NoError(t, err)
+		verdicts = append(verdicts, d.Verdict)
+		if d.Verdict == admission.Admit {
+			_, err := crm.Allow() // the admitted work takes its probe slot
+			require.NoError(t, err)
+		}
+	}
+	require.Equal(t, []admission.Verdict{admission.Admit, admission.Admit, admission.Queue}, verdicts)
+	require.Equal(t, 2, crm.Snapshot().ProbesInFlight)
 }

@@ -151,10 +151,12 @@ type Work struct {
 }
 
 // Admit decides about one piece of work. When the dependency is available (its breaker
-// is closed, or its cooldown is over so this call may be the probe) the work is
-// admitted. When it is open: reads, low-priority work and work that cannot wait are
-// rejected with a reason; work that may wait is queued durably, with an expiry,
-// unless the expiry comes before the dependency can even be tried again.
+// is closed, its cooldown is over so this call may be the probe, or it is half-open
+// with a probe slot free) the work is admitted. When it is not (open, forced open, or
+// half-open with every probe out, where the breaker would refuse the call): reads,
+// low-priority work and work that cannot wait are rejected with a reason; work that
+// may wait is queued durably, with an expiry, unless the expiry comes before the
+// dependency can even be tried again.
 func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 	d := Decision{Dependency: w.Dependency, Tool: w.Tool}
 	if w.MaxWait < 0 {
@@ -186,7 +188,10 @@ func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 		d.Verdict, d.Reason = Admit, ReasonAvailable
 		return d, nil
 	}
-	if wait > 0 {
+	if wait > 0 && state == breaker.Open {
+		// Half-open with every probe out: the wait is the probes' lease, the latest the
+		// answer can come, not the earliest; the dependency may recover any moment, so
+		// it sets no RecoverAt and never makes work expire "before recovery".
 		d.RecoverAt = now.Add(wait)
 	}
 	d.Verdict = Reject
@@ -224,14 +229,17 @@ func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 }
 
 // available reports whether a call may go to a dependency whose breaker is in state s
-// with wait left before its next probe: closed, half-open (the breaker picks the
-// probe), or open with its cooldown over, so that this call can be the probe. Holding
-// that call back too would leave the breaker open for ever, and its queue with it.
+// with wait left before it lets the next call through (Breaker.RetryAfter): closed;
+// open with its cooldown over, so that this call can be the probe (holding it back
+// would leave the breaker open for ever, and its queue with it); or half-open with a
+// probe slot free. Half-open with every probe out is not available: the breaker
+// refuses the call, and work admitted then would be refused and lost instead of
+// queued.
 func available(s breaker.State, wait time.Duration) bool {
 	switch s {
-	case breaker.Closed, breaker.ForcedClosed, breaker.HalfOpen:
+	case breaker.Closed, breaker.ForcedClosed:
 		return true
-	case breaker.Open:
+	case breaker.Open, breaker.HalfOpen:
 		return wait <= 0
 	}
 	return false

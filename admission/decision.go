@@ -92,7 +92,8 @@ type Decision struct {
 	// BreakerState is the state that decided; "" when no breaker was consulted.
 	BreakerState string
 	// RecoverAt is the earliest time the dependency may be tried again; zero when
-	// nobody knows (an operator forced the breaker open).
+	// nobody knows: an operator forced the breaker open, or it is half-open with its
+	// probes out and may recover any moment.
 	RecoverAt time.Time
 	// QueuedUntil is when a queued item expires if it has not run.
 	QueuedUntil time.Time
@@ -115,6 +116,8 @@ func (d Decision) Message(loc *time.Location) string {
 		down += " (next check " + hm(d.RecoverAt) + ")"
 	case d.BreakerState == "forced_open":
 		down += " (taken offline by an operator)"
+	case d.BreakerState == "half_open":
+		down += " (being checked now)"
 	}
 	switch d.Reason {
 	case ReasonQueued:

@@ -56,6 +56,7 @@ type Callbacks struct {
 	lastSweep atomic.Int64
 
 	lastClass sync.Map // dependency key -> classify.Class of its last counted failure
+	holds     holds    // server-stated delays per dependency (hold.go)
 
 	inFlight  atomic.Int64
 	orphans   atomic.Int64

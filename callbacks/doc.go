@@ -22,10 +22,14 @@
 //
 // # What happens to one call
 //
-//   - Before: the tool's breaker is asked for a permit. An open breaker answers with
-//     the unavailable payload (package payloads) and the tool never runs; a full
-//     bulkhead answers with the busy payload and counts as a failure. adk-go's
-//     built-in tools are exempt.
+//   - Before: while a delay the dependency stated (Retry-After, RetryInfo, in-band
+//     retry_after_seconds) has not passed, the call is answered locally with the
+//     unavailable payload and the time left, even with the breaker closed; the delay
+//     is kept per dependency, only moves later and is capped by the policy's
+//     MaxRetryAfter (a breaker forced closed ignores it). Otherwise the tool's breaker
+//     is asked for a permit. An open breaker answers with the unavailable payload
+//     (package payloads) and the tool never runs; a full bulkhead answers with the
+//     busy payload and counts as a failure. adk-go's built-in tools are exempt.
 //   - On error: the error is classified (package classify) with the call's own
 //     context, so the turn's cancellation is neutral, and the outcome is recorded
 //     before any later plugin can turn the error into a result.
@@ -72,7 +76,8 @@
 // # Queueing while a dependency is down
 //
 // With Config.Admission and Config.QueueTools, a call of a listed tool that an open
-// breaker refused is offered to the admission controller. When it queues the call
+// breaker refused (half-open with its probe out included) is offered to the admission
+// controller. When it queues the call
 // (durably, with the call's arguments and an expiry), the model is told "queued until
 // HH:MM, will run when the service recovers" (payload type TypeQueued) instead of
 // "unavailable"; when it does not, the call gets the unavailable payload as usual.
@@ -80,8 +85,11 @@
 // # The model's side
 //
 // Before each model call the loop guard (package loopguard) may end the turn when the
-// model keeps calling unavailable tools, and may hide open tools; guarded tools'
-// descriptions get one sentence explaining the payload (package docstrings). Model
+// model keeps calling unavailable tools, and may hide the tools of dependencies that
+// refuse calls now (LoopGuard.HideOpenTools). Hidden tools are offered again as soon
+// as a probe may go, and stay dispatchable: a call the model makes anyway still asks
+// the breaker, and may be its probe. Guarded tools' descriptions get one sentence
+// explaining the payload (package docstrings). Model
 // callbacks of the model-failover package are bundled after these (Config.Model).
 //
 // # Observing

@@ -18,8 +18,8 @@ const (
 	// breaker.
 	EventCallOutcome EventKind = iota + 1
 	// EventShortCircuit: an open breaker answered a call with the unavailable payload,
-	// or the loop guard did for a tool it hid from the model because its dependency
-	// was open (the model called it anyway).
+	// or agentbreaker did while a delay the dependency asked for (Retry-After) had not
+	// passed; Class is then the class of the answer that asked for it.
 	EventShortCircuit
 	// EventBulkheadRejected: a full bulkhead answered a call with the busy payload; the
 	// breaker counted a failure.

@@ -1,6 +1,7 @@
 package callbacks_test
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -86,24 +87,33 @@ func TestModelCallsAreCappedWhileDependenciesAreOpen(t *testing.T) {
 	f.requireClean(t)
 }
 
-func TestOpenToolsAreHiddenForTheRestOfTheInvocation(t *testing.T) {
+// TestOpenToolsAreHiddenUntilAProbeMayGo (issue 18a): a tool of an open dependency is
+// left out of the model's declarations, a call made anyway asks the breaker (and gets
+// the firm payload while it refuses), and the tool is offered again in the same
+// invocation as soon as the breaker lets calls through.
+func TestOpenToolsAreHiddenUntilAProbeMayGo(t *testing.T) {
 	t.Parallel()
 	var f *fixture
 	step := 0
+	var lookups atomic.Int64
+	lookup := fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
+		lookups.Add(1)
+		return map[string]any{"status": "ok"}, nil
+	})
 	// The weather tool closes the crm breaker mid-invocation.
 	weather := fnTool(t, "weather", func(agent.Context, map[string]any) (map[string]any, error) {
 		f.breaker(t, "crm").Reset("recovered")
 		return map[string]any{"status": "ok"}, nil
 	})
 	f = newFixture(t, fixtureConfig{
-		tools: []tool.Tool{okTool(t, "lookup"), weather},
+		tools: []tool.Tool{lookup, weather},
 		deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 		cfg:   callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
 		then: func(r breakertest.Request) breakertest.Step {
 			step++
 			switch step {
 			case 1, 3:
-				return breakertest.Call("lookup", map[string]any{}) // hidden, called anyway
+				return breakertest.Call("lookup", map[string]any{}) // hidden at 1, offered again at 3
 			case 2:
 				return breakertest.Call("weather", map[string]any{})
 			}
@@ -114,22 +124,20 @@ func TestOpenToolsAreHiddenForTheRestOfTheInvocation(t *testing.T) {
 	turn := f.run(t, "go")
 	reqs := f.model.Requests()
 	require.Len(t, reqs, 4)
-	require.Equal(t, []string{"weather"}, reqs[0].ToolNames, "the open tool is not offered")
 	_, offered := reqs[0].Declaration("lookup")
-	require.False(t, offered)
+	require.False(t, offered, "the open tool is not offered")
+	require.Equal(t, []string{"lookup", "weather"}, reqs[0].ToolNames, "but it stays dispatchable")
 	rs := turn.FunctionResponses()
 	require.Len(t, rs, 3)
-	require.Equal(t, payloads.TypeUnavailable, rs[0].Response["response_type"], "a hidden tool called anyway gets the firm payload, not 'not found'")
-	require.Equal(t, true, rs[0].Response["firm"])
+	require.Equal(t, payloads.TypeUnavailable, rs[0].Response["response_type"], "a hidden tool called anyway asks the breaker, which refuses")
+	require.Equal(t, true, rs[0].Response["firm"], "it was not offered: the payload is firm at once")
 	require.Equal(t, "ok", rs[1].Response["status"])
 	require.Equal(t, "closed", f.breaker(t, "crm").State().String())
-	require.Equal(t, []string{"weather"}, reqs[2].ToolNames, "closed mid-invocation, still hidden until the run ends")
-	require.Equal(t, []string{"weather"}, reqs[3].ToolNames)
-	require.Len(t, f.ev.of(callbacks.EventToolsHidden), 4)
-
-	step = 10
-	f.run(t, "next turn")
-	last := f.model.Requests()
-	require.Equal(t, []string{"lookup", "weather"}, last[len(last)-1].ToolNames, "a new invocation sees it again")
+	_, offered = reqs[2].Declaration("lookup")
+	require.True(t, offered, "closed mid-invocation: offered again at the next model call")
+	require.Equal(t, "ok", rs[2].Response["status"])
+	require.Equal(t, int64(1), lookups.Load(), "the refused call never ran; the offered one did")
+	require.Len(t, f.ev.of(callbacks.EventToolsHidden), 2)
+	require.Len(t, f.ev.of(callbacks.EventShortCircuit), 1)
 	f.requireClean(t)
 }

@@ -100,14 +100,22 @@ func (c *Callbacks) guardedTools(req *model.LLMRequest) map[string]bool {
 	return out
 }
 
-// open reports whether a dependency's breaker refuses ordinary calls now.
+// open reports whether a dependency's breaker refuses calls now: forced open, open
+// with cooldown left, or half-open with every probe out. An open breaker whose
+// cooldown is over is not: its state stays "open" until the next Allow, and that
+// call, the probe, can only come from the model if the model is shown the tool.
 func (c *Callbacks) open(dep string) bool {
 	b, ok := c.deps.Get(dep)
 	if !ok {
 		return false
 	}
-	s := b.State()
-	return s == breaker.Open || s == breaker.ForcedOpen
+	switch b.State() {
+	case breaker.ForcedOpen:
+		return true
+	case breaker.Open, breaker.HalfOpen:
+		return b.RetryAfter() > 0
+	}
+	return false
 }
 
 func (c *Callbacks) afterModel(ctx agent.Context, resp *model.LLMResponse, respErr error) (*model.LLMResponse, error) {

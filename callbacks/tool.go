@@ -81,6 +81,9 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			return nil, nil // exempt in the dependency map
 		}
 		dep := b.Name()
+		if p := c.held(ctx, inv, name, dep, b, args); p != nil {
+			return p, nil // the dependency asked for a delay that has not passed
+		}
 		permit, err := b.Allow()
 		if err != nil {
 			if p := c.queue(ctx, inv, name, dep, b, args); p != nil {
@@ -140,7 +143,9 @@ func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep s
 		// would tell the model something that is not why it is refused.
 		in.Class = classify.ClassBreakerOpen
 	}
-	in.Firm, in.ShortCircuits = d.Firm, d.Count
+	// A tool the loop guard hid was not offered to the model: calling it anyway earns
+	// the firm payload at once.
+	in.Firm, in.ShortCircuits = d.Firm || inv.tracker.Hidden(dep), d.Count
 	p := payloads.Unavailable(in)
 	at := c.timeOf(c.nanos())
 	e := Event{Kind: EventShortCircuit, At: at, Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
@@ -368,6 +373,7 @@ func report(cls classify.Classification) breaker.Report {
 func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind, sent bool) {
 	probe := cl.permit.IsProbe() // read before Report, which spends the permit
 	cl.permit.Report(report(cls))
+	c.noteHold(cl, cls)
 	if cl.attempt != nil {
 		c.finishAttempt(ctx, inv, cl, cls, sent)
 	}

@@ -6,8 +6,9 @@
 //
 //   - it counts short-circuits per invocation and dependency; from FirmAfter on, the
 //     payload turns firm and tells the model to answer without the tool now;
-//   - optionally ([Guard.Filter]) it removes the tools of open dependencies from the
-//     model's tool list for the rest of the invocation;
+//   - optionally ([Guard.Filter]) it removes the tools of dependencies that refuse
+//     calls now from the model's tool list, and offers them again as soon as a probe
+//     may go, so that a dependency is never cut off for good;
 //   - it caps the model calls an invocation may make after its first short-circuit,
 //     ending the turn with a plain answer ([Guard.CapResponse]) instead of looping.
 //

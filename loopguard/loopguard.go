@@ -32,9 +32,13 @@ type Config struct {
 	// first short-circuit; past it the model is not called and the turn ends with
 	// CapMessage. Defaults to 4; a negative value turns the cap off.
 	MaxModelCallsWhileOpen int
-	// HideOpenTools removes the tools of open dependencies from the model's tool list
-	// before each model call, and keeps them removed for the rest of the invocation.
-	// Defaults to false.
+	// HideOpenTools removes the declarations of tools whose dependency refuses calls
+	// now from the model's tool list before each model call. They are offered again at
+	// the first model call after a probe may go, even in the same invocation: a
+	// dependency whose tools the model never sees is never probed, and its breaker
+	// would stay open until an operator stepped in. The tools stay dispatchable, so a
+	// call the model makes anyway still goes through its breaker (and may be the
+	// probe). Defaults to false.
 	HideOpenTools bool
 	// StatePrefix starts the "temp:" session-state keys the counts are mirrored into,
 	// followed by the dependency key. Must start with "temp:". Defaults to
@@ -170,8 +174,7 @@ func (t *Tracker) ModelCall() (n int, allowed bool) {
 	return t.modelCalls, t.maxModel < 0 || t.modelCalls <= t.maxModel
 }
 
-// Hide marks dependencies whose tools stay out of the model's tool list for the rest
-// of the invocation.
+// Hide marks dependencies whose tools were left out of the model's tool list.
 func (t *Tracker) Hide(dependencies ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -183,42 +186,62 @@ func (t *Tracker) Hide(dependencies ...string) {
 	}
 }
 
-// Hidden reports whether dependency's tools are hidden.
+// Unhide marks dependencies whose tools are offered to the model again.
+func (t *Tracker) Unhide(dependencies ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, d := range dependencies {
+		delete(t.hidden, d)
+	}
+}
+
+// Hidden reports whether dependency's tools were left out of the latest model
+// request that Filter saw. A call the model makes to such a tool was not offered to it.
 func (t *Tracker) Hidden(dependency string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.hidden[dependency]
 }
 
-// Filter removes from req the tools whose dependency is open (open returns true) or
-// already hidden in this invocation, and hides the newly open ones for the rest of it.
-// dependencyOf maps a tool to its dependency and reports whether it is guarded at all;
-// unguarded tools are never removed. The request's tool map, config and declaration
-// lists are replaced by copies; nothing shared is changed. It returns the removed tool
-// names, sorted.
-func (g *Guard) Filter(req *model.LLMRequest, t *Tracker, dependencyOf func(tool string) (string, bool), open func(dependency string) bool) []string {
+// Filter removes from req's declarations the tools whose dependency refuses calls now
+// (refusing returns true), and offers again those of a dependency hidden earlier in
+// the invocation that no longer refuses: once a probe may go, the model must be able
+// to make it. dependencyOf maps a tool to its dependency and reports whether it is
+// guarded at all; unguarded tools are never removed.
+//
+// Only the declarations (what the model is shown) are removed; req.Tools (what adk-go
+// dispatches) is left whole, so a call the model makes to a hidden tool reaches the
+// tool callbacks and its breaker instead of adk-go's "tool not found". The request's
+// config and declaration lists are replaced by copies; nothing shared is changed. It
+// returns the removed tool names, sorted.
+func (g *Guard) Filter(req *model.LLMRequest, t *Tracker, dependencyOf func(tool string) (string, bool), refusing func(dependency string) bool) []string {
 	if req == nil || len(req.Tools) == 0 {
 		return nil
 	}
 	var removed []string
+	verdict := map[string]bool{} // one question per dependency and request
 	for _, name := range slices.Sorted(maps.Keys(req.Tools)) {
 		dep, guarded := dependencyOf(name)
 		if !guarded {
 			continue
 		}
-		if t.Hidden(dep) || open(dep) {
-			t.Hide(dep)
+		hide, asked := verdict[dep]
+		if !asked {
+			hide = refusing(dep)
+			verdict[dep] = hide
+			if hide {
+				t.Hide(dep)
+			} else {
+				t.Unhide(dep)
+			}
+		}
+		if hide {
 			removed = append(removed, name)
 		}
 	}
 	if len(removed) == 0 {
 		return nil
 	}
-	tools := maps.Clone(req.Tools)
-	for _, name := range removed {
-		delete(tools, name)
-	}
-	req.Tools = tools
 	if req.Config != nil {
 		cfg := *req.Config
 		cfg.Tools = make([]*genai.Tool, 0, len(req.Config.Tools))

@@ -150,19 +150,30 @@ func TestFilterRemovesOpenToolsOnCopies(t *testing.T) {
 	require.Equal(t, []string{"lookup", "update"}, removed)
 	require.Len(t, orig, 4, "the original tool map is untouched")
 	require.Len(t, fnTool.FunctionDeclarations, 4, "the original declarations are untouched")
-	require.ElementsMatch(t, []string{"weather", "transfer_to_agent"}, keys(req.Tools))
+	require.ElementsMatch(t, []string{"lookup", "update", "weather", "transfer_to_agent"}, keys(req.Tools),
+		"hidden tools stay dispatchable, so a call made anyway reaches the breaker")
 	require.Equal(t, []*genai.FunctionDeclaration{weather, transfer}, req.Config.Tools[0].FunctionDeclarations)
 	require.True(t, tr.Hidden("crm"))
 
-	// The breaker closes, but the tools stay hidden for the rest of the invocation.
+	// Still refusing: still hidden.
+	require.Equal(t, []string{"lookup", "update"}, g.Filter(newReq(), tr, depOf, open))
+
+	// A probe may go: the tools are offered again in the same invocation.
 	mu.Lock()
 	openDeps["crm"] = false
 	mu.Unlock()
 	req = newReq()
-	require.Equal(t, []string{"lookup", "update"}, g.Filter(req, tr, depOf, open))
+	require.Nil(t, g.Filter(req, tr, depOf, open))
+	require.False(t, tr.Hidden("crm"))
+	require.Equal(t, []*genai.FunctionDeclaration{lookup, update, weather, transfer}, req.Config.Tools[0].FunctionDeclarations)
 
-	// A fresh invocation sees them again.
+	// A fresh invocation sees them too.
 	require.Nil(t, g.Filter(newReq(), g.Track(), depOf, open))
+
+	// The dependency is asked once per request, however many tools it has.
+	asked := 0
+	g.Filter(newReq(), g.Track(), depOf, func(string) bool { asked++; return true })
+	require.Equal(t, 2, asked, "crm and weather")
 
 	// Removing every function drops the empty function tool.
 	search := &genai.Tool{GoogleSearch: &genai.GoogleSearch{}}
@@ -170,7 +181,7 @@ func TestFilterRemovesOpenToolsOnCopies(t *testing.T) {
 		Tools:  map[string]any{"lookup": 1},
 		Config: &genai.GenerateContentConfig{Tools: []*genai.Tool{search, {FunctionDeclarations: []*genai.FunctionDeclaration{lookup}}}},
 	}
-	g.Filter(only, tr, depOf, open)
+	g.Filter(only, tr, depOf, func(string) bool { return true })
 	require.Equal(t, []*genai.Tool{search}, only.Config.Tools)
 	require.Nil(t, g.Filter(&model.LLMRequest{}, tr, depOf, open))
 }
