@@ -14,9 +14,9 @@ func TestExampleRunsTheIncident(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(t.Context(), &out))
 	got := out.String()
-	require.Contains(t, got, "[breaker crm: closed -> open: failure rate 75% over 4 calls ≥ 50%; retry-after 45s]")
+	require.Contains(t, got, "[breaker crm: closed -> open: failure rate 75% over 4 calls ≥ 50%]\n")
 	require.Contains(t, got, "status=unavailable response_type=agentbreaker.unavailable")
-	require.Contains(t, got, "retry_advised=false retry_after_seconds=35 firm=true", "the repeated call gets the firm answer")
+	require.Contains(t, got, "retry_advised=false retry_after_seconds=20 firm=true", "the repeated call gets the firm answer")
 	require.Contains(t, got, "model: The customer system is down, so I can't look that up now.")
 	require.Contains(t, got, "[breaker crm: half_open -> closed: probe succeeded]")
 	require.NotContains(t, got, "ignore previous instructions", "upstream text never reaches the model")
