@@ -50,6 +50,7 @@ type Callbacks struct {
 	exemptNames  map[string]bool
 	mutating     map[string]bool
 	builtinTypes sync.Map // reflect.Type -> bool
+	schemas      schemas
 
 	invs      sync.Map // invocation ID -> *invocation
 	live      atomic.Int64

@@ -221,6 +221,8 @@ func (c *Callbacks) onToolError(l layer) llmagent.OnToolErrorCallback {
 			cls = notSent // a callback after ours refused the call with an error
 		case errors.Is(toolErr, tool.ErrConfirmationRequired), errors.Is(toolErr, tool.ErrConfirmationRejected):
 			cls = notSent // waiting for, or refused by, a person: the dependency was not called
+		case c.schemas.argsRejected(t, args):
+			cls = rejectedArgs // functiontool refused the model's arguments before its handler ran
 		default:
 			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
 			sent = true
