@@ -58,6 +58,9 @@ func (c *Callbacks) beforeModel(l layer) llmagent.BeforeModelCallback {
 // returns the response that replaces the call when the cap is reached.
 func (c *Callbacks) guardModelCall(ctx agent.Context, inv *invocation, req *model.LLMRequest) (resp *model.LLMResponse) {
 	defer c.recoverPanic(ctx, "before_model")
+	if inv.tracker.Total() > 0 {
+		c.mirrorCounts(ctx, inv)
+	}
 	if n, ok := inv.tracker.ModelCall(); !ok {
 		deps := inv.tracker.Dependencies()
 		c.emit(ctx, Event{Kind: EventModelCallCapped, At: c.timeOf(c.nanos()), InvocationID: inv.id}, slog.LevelWarn,
@@ -85,6 +88,19 @@ func (c *Callbacks) guardModelCall(ctx agent.Context, inv *invocation, req *mode
 		docstrings.Request(req, c.cfg.Docstring, func(name string) bool { return guarded[name] })
 	}
 	return nil
+}
+
+// mirrorCounts writes the invocation's short-circuit counts into "temp:" state. It runs
+// once per model call, after the previous step's tool calls have all ended: calls run
+// in parallel cannot each write the count, because adk-go merges their state deltas
+// with the last call in the list winning (ADK-NOTES #30). The count lives in the
+// tracker; this is a mirror for the caller's eyes (it lands in the StateDelta of the
+// model call's event).
+func (c *Callbacks) mirrorCounts(ctx agent.Context, inv *invocation) {
+	st := ctx.State()
+	for _, dep := range inv.tracker.Dependencies() {
+		_ = st.Set(c.guard.StateKey(dep), inv.tracker.Count(dep))
+	}
 }
 
 // guardedTools returns the names of the request's tools that agentbreaker guards.

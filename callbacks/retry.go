@@ -60,7 +60,6 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 // the hook, the log and the loop guard. The tool is not called.
 func (c *Callbacks) retryRefused(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, run *retry.Run, se *retry.StopError) map[string]any {
 	d := inv.tracker.ShortCircuit(dep)
-	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count)
 	last := run.Result().Last
 	in := payloads.Info{Dependency: dep, Tool: tool, Class: last.Class, RetryAfter: se.RetryAfter,
 		Firm: d.Firm, ShortCircuits: d.Count, Alternatives: c.alternatives(tool)}

@@ -127,7 +127,6 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 // shortCircuit answers a call refused by an open breaker.
 func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, openErr error, args map[string]any) map[string]any {
 	d := inv.tracker.ShortCircuit(dep)
-	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count) // a mirror for visibility; the count lives in the tracker
 	in := c.payloadInfo(ctx, tool, dep, args)
 	state := b.State()
 	var oe *breaker.OpenError
@@ -160,7 +159,6 @@ func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep s
 // busy answers a call refused by a full bulkhead.
 func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, full error, args map[string]any) map[string]any {
 	d := inv.tracker.ShortCircuit(dep)
-	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count)
 	in := c.payloadInfo(ctx, tool, dep, args)
 	in.Class = classify.ClassBulkheadFull
 	in.Firm, in.ShortCircuits = d.Firm, d.Count

@@ -1,19 +1,24 @@
 package callbacks_test
 
 import (
+	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/loopguard"
 )
 
 type orderArgs struct {
@@ -56,5 +61,54 @@ func TestSchemaRejectedArgumentsDoNotCount(t *testing.T) {
 		require.Equal(t, classify.Neutral, e.Verdict)
 		require.Equal(t, classify.FailedBeforeSend, e.Outcome)
 	}
+	f.requireClean(t)
+}
+
+// Issue 12c: six parallel short-circuits in one model response leave the "temp:"
+// mirror of the count at 6, not at whatever the last call in the list wrote.
+func TestShortCircuitMirrorWithParallelCalls(t *testing.T) {
+	t.Parallel()
+	// The last call in the list goes first and the others wait for it to end, so a
+	// mirror written by each call ends with the last call's count: 1.
+	lastDone := make(chan struct{})
+	order, err := plugin.New(plugin.Config{Name: "order",
+		BeforeToolCallback: func(ctx agent.Context, _ tool.Tool, _ map[string]any) (map[string]any, error) {
+			if ctx.FunctionCallID() != "c6" {
+				<-lastDone
+			}
+			return nil, nil
+		}})
+	require.NoError(t, err)
+	signal, err := plugin.New(plugin.Config{Name: "signal",
+		AfterToolCallback: func(ctx agent.Context, _ tool.Tool, _, _ map[string]any, _ error) (map[string]any, error) {
+			if ctx.FunctionCallID() == "c6" {
+				close(lastDone)
+			}
+			return nil, nil
+		}})
+	require.NoError(t, err)
+	calls := make([]*genai.FunctionCall, 6)
+	for i := range calls {
+		calls[i] = &genai.FunctionCall{ID: fmt.Sprintf("c%d", i+1), Name: "lookup", Args: map[string]any{"n": i}}
+	}
+	f := newFixture(t, fixtureConfig{
+		tools:  []tool.Tool{fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return nil, errBoom })},
+		steps:  []breakertest.Step{breakertest.Calls(calls...), breakertest.Text("done")},
+		deps:   map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		before: []*plugin.Plugin{order},
+		after:  []*plugin.Plugin{signal},
+	})
+	f.breaker(t, "crm").ForceOpen("test")
+	turn, err := f.h.Run(context.Background(), f.sid, "look them up")
+	require.NoError(t, err)
+	require.Len(t, f.ev.of(callbacks.EventShortCircuit), 6)
+	key := loopguard.DefaultStatePrefix + "crm"
+	var last any
+	for _, ev := range turn.Events {
+		if v, ok := ev.Actions.StateDelta[key]; ok {
+			last = v
+		}
+	}
+	require.EqualValues(t, 6, last, "the mirror of the short-circuit count")
 	f.requireClean(t)
 }
