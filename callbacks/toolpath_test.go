@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
@@ -110,5 +111,47 @@ func TestShortCircuitMirrorWithParallelCalls(t *testing.T) {
 		}
 	}
 	require.EqualValues(t, 6, last, "the mirror of the short-circuit count")
+	f.requireClean(t)
+}
+
+// Issue 12d: the idle sweep must not free an invocation while one of its calls is
+// still running: the call's failure would be lost and its bulkhead slot handed out
+// twice.
+func TestIdleSweepKeepsInvocationsWithCallsInFlight(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
+		if n.Add(1) == 1 {
+			close(entered)
+			<-release
+			return nil, errBoom
+		}
+		return map[string]any{"status": "ok"}, nil
+	})
+	f := newFixture(t, fixtureConfig{
+		tools: []tool.Tool{slow}, then: callsThenText("lookup"),
+		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		cfg:  callbacks.Config{IdleInvocationTimeout: time.Minute, Bulkheads: map[string]int{"crm": 1}},
+	})
+	ctx := context.Background()
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.h.Run(ctx, f.sid, "first")
+		first <- err
+	}()
+	<-entered
+	f.clk.Advance(5 * time.Minute) // the first call has been running for longer than the idle timeout
+	sid2, err := f.h.NewSession(ctx)
+	require.NoError(t, err)
+	_, err = f.h.Run(ctx, sid2, "second") // a new invocation runs the sweep
+	require.NoError(t, err)
+	require.Len(t, f.ev.of(callbacks.EventBulkheadRejected), 1, "the slot is still held by the first call")
+	require.Zero(t, f.cb.Stats().Orphans)
+	close(release)
+	require.NoError(t, <-first)
+	out := f.ev.of(callbacks.EventCallOutcome)
+	require.Len(t, out, 1)
+	require.Equal(t, classify.Counts, out[0].Verdict, "the first call's failure reached its breaker")
 	f.requireClean(t)
 }
