@@ -13,6 +13,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/bulkhead"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
@@ -222,7 +223,7 @@ func (c *Callbacks) onToolError(l layer) llmagent.OnToolErrorCallback {
 		case c.schemas.argsRejected(t, args):
 			cls = rejectedArgs // functiontool refused the model's arguments before its handler ran
 		default:
-			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
+			cls = c.classifyError(ctx, cl.dep, toolErr)
 			sent = true
 		}
 		inv.mu.Lock()
@@ -303,7 +304,7 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 		case cl.tracked && !cl.dispatched.Load():
 			cls = notSent // a callback after ours answered instead of the tool
 		case toolErr != nil:
-			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
+			cls = c.classifyError(ctx, cl.dep, toolErr)
 			text, sent = toolErr.Error(), true
 			inv.mu.Lock()
 			cl.err = toolErr
@@ -328,6 +329,19 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 		c.settle(ctx, inv, cl, cls, text, kind, sent)
 		return nil, nil
 	}
+}
+
+// classifyError classifies a tool's error. An error from an httptransport round trip
+// carries the transport's own classification, which knows more than the error text or
+// type can say: whether anything was written to a connection before the failure. A
+// timeout while waiting for a pooled connection is FAILED_BEFORE_SEND there (provably
+// never sent, safe to repeat), while the bare error reads as a timeout with an UNKNOWN
+// outcome. The transport's word wins; the dependency's classifier decides the rest.
+func (c *Callbacks) classifyError(ctx context.Context, dep string, err error) classify.Classification {
+	if cls, ok := httptransport.ClassificationOf(nil, err); ok && cls.Outcome != 0 {
+		return cls
+	}
+	return c.classifier(dep).Classify(classify.Input{Context: ctx, Err: err})
 }
 
 func isReflectAndRetry(result map[string]any) bool {
