@@ -229,3 +229,36 @@ func TestTransportClassificationIsHonoured(t *testing.T) {
 	require.Equal(t, classify.FailedBeforeSend, evs[0].Outcome)
 	f.requireClean(t)
 }
+
+// Issue 12f: a tool that says "not found" with classify's typed errors does not trip
+// its breaker, however often the model asks for something that does not exist, while
+// the same tool's typed 503s do.
+func TestTypedToolErrorsThroughTheRunner(t *testing.T) {
+	t.Parallel()
+	s := breakertest.NewServer(t)
+	lookup, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{Name: "lookup", URL: s.URL, TypedErrors: true})
+	require.NoError(t, err)
+	f := newFixture(t, fixtureConfig{
+		tools: []tool.Tool{lookup},
+		then: func(r breakertest.Request) breakertest.Step {
+			if len(r.FunctionResponses()) > 0 {
+				return breakertest.Text("done")
+			}
+			return breakertest.Call("lookup", map[string]any{"query": "customer 99"})
+		},
+		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+	})
+	s.Set(breakertest.Status(http.StatusNotFound))
+	for range 6 {
+		f.run(t, "who is 99")
+	}
+	b := f.breaker(t, "crm")
+	require.Equal(t, breaker.Closed, b.State())
+	require.Equal(t, breaker.Counts{Calls: 6}, b.Snapshot().Window)
+	s.Set(breakertest.Status(http.StatusServiceUnavailable))
+	for range 6 {
+		f.run(t, "who is 99")
+	}
+	require.Equal(t, breaker.Open, b.State())
+	f.requireClean(t)
+}
