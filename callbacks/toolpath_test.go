@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
