@@ -24,7 +24,8 @@
 //
 //   - Before: the tool's breaker is asked for a permit. An open breaker answers with
 //     the unavailable payload (package payloads) and the tool never runs; a full
-//     bulkhead answers with the busy payload and counts as a failure. adk-go's
+//     bulkhead answers with the busy payload, and counts as a failure only when slow
+//     calls hold at least half of its slots (Config.BulkheadSlowCall). adk-go's
 //     built-in tools are exempt.
 //   - On error: the error is classified (package classify) with the call's own
 //     context, so the turn's cancellation is neutral, and the outcome is recorded

@@ -21,8 +21,9 @@ const (
 	// or the loop guard did for a tool it hid from the model because its dependency
 	// was open (the model called it anyway).
 	EventShortCircuit
-	// EventBulkheadRejected: a full bulkhead answered a call with the busy payload; the
-	// breaker counted a failure.
+	// EventBulkheadRejected: a full bulkhead answered a call with the busy payload. The
+	// breaker counted a failure (Verdict Counts) when slow calls held the bulkhead (see
+	// Config.BulkheadSlowCall), and nothing (Verdict Neutral) when quick calls did.
 	EventBulkheadRejected
 	// EventBulkheadSaturated: bulkhead rejections became sustained while the
 	// dependency's breaker was still closed, which deserves an alert of its own.

@@ -94,9 +94,15 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			c.log.Warn("agentbreaker: no bulkhead for dependency; the call goes on without one", slog.String("dependency", dep), slog.String("error", berr.Error()))
 		} else if bh != nil {
 			if ferr := bh.TryAcquire(); ferr != nil {
-				// A saturated bulkhead is evidence the dependency is slow: it counts.
-				permit.Failure()
-				return c.busy(ctx, inv, name, dep, b, ferr, args), nil
+				// A bulkhead held by slow calls is evidence the dependency is slow: the
+				// rejection counts. One filled by a burst of quick calls is not.
+				counts := c.heldBySlowCalls(dep, b, t, bh.Limit())
+				if counts {
+					permit.Failure()
+				} else {
+					permit.Ignore()
+				}
+				return c.busy(ctx, inv, name, dep, b, ferr, args, counts), nil
 			}
 			slot = bh
 		}
@@ -158,7 +164,7 @@ func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep s
 }
 
 // busy answers a call refused by a full bulkhead.
-func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, full error, args map[string]any) map[string]any {
+func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, full error, args map[string]any, counts bool) map[string]any {
 	d := inv.tracker.ShortCircuit(dep)
 	in := c.payloadInfo(ctx, tool, dep, args)
 	in.Class = classify.ClassBulkheadFull
@@ -166,9 +172,14 @@ func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b
 	p := payloads.Busy(in)
 	state := b.State()
 	e := Event{Kind: EventBulkheadRejected, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(),
-		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull, Verdict: classify.Counts,
+		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull, Verdict: classify.Neutral,
 		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
-	c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead full; call rejected and counted as a failure")
+	if counts {
+		e.Verdict = classify.Counts
+		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead full of slow calls; call rejected and counted as a failure")
+	} else {
+		c.emit(ctx, e, slog.LevelInfo, "agentbreaker: bulkhead full of quick calls; call rejected, not counted")
+	}
 	if c.obs != nil {
 		c.observeBulkheadRejected(ctx, dep, tool, e.CallID)
 	}

@@ -262,3 +262,80 @@ func TestTypedToolErrorsThroughTheRunner(t *testing.T) {
 	require.Equal(t, breaker.Open, b.State())
 	f.requireClean(t)
 }
+
+// Issue 12i: a burst of three calls against a bulkhead of one, to a quick and healthy
+// dependency, is refused but does not open its breaker; a bulkhead held by a call that
+// has been running for a while does count.
+func TestBulkheadRejectionsCountOnlyWhenSlowCallsHoldTheSlots(t *testing.T) {
+	t.Parallel()
+	rejected := make(chan struct{}, 64)
+	var slowNext atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	quick := fnTool(t, "lookup", func(_ agent.Context, args map[string]any) (map[string]any, error) {
+		if slowNext.CompareAndSwap(true, false) {
+			entered <- struct{}{}
+			<-release
+			return map[string]any{"status": "ok"}, nil
+		}
+		// Hold the slot until the burst's other two calls were answered.
+		<-rejected
+		<-rejected
+		return map[string]any{"status": "ok"}, nil
+	})
+	burst := breakertest.Calls(
+		&genai.FunctionCall{Name: "lookup", Args: map[string]any{"n": 1}},
+		&genai.FunctionCall{Name: "lookup", Args: map[string]any{"n": 2}},
+		&genai.FunctionCall{Name: "lookup", Args: map[string]any{"n": 3}},
+	)
+	f := newFixture(t, fixtureConfig{
+		tools: []tool.Tool{quick},
+		then: func(r breakertest.Request) breakertest.Step {
+			if len(r.FunctionResponses()) > 0 {
+				return breakertest.Text("done")
+			}
+			return burst
+		},
+		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		cfg: callbacks.Config{Bulkheads: map[string]int{"crm": 1}, OnEvent: func(e callbacks.Event) {
+			if e.Kind == callbacks.EventBulkheadRejected || e.Kind == callbacks.EventShortCircuit {
+				rejected <- struct{}{} // the burst's other calls were answered
+			}
+		}},
+	})
+	b := f.breaker(t, "crm")
+	for range 3 {
+		f.run(t, "burst")
+	}
+	require.Len(t, f.ev.of(callbacks.EventBulkheadRejected), 6)
+	require.Equal(t, breaker.Closed, b.State(), "quick calls filled the bulkhead")
+	require.Equal(t, breaker.Counts{Calls: 3}, b.Snapshot().Window)
+	for _, e := range f.ev.of(callbacks.EventBulkheadRejected) {
+		require.Equal(t, classify.Neutral, e.Verdict)
+	}
+
+	// Now one call hangs and holds the slot for longer than the slow-call age.
+	ctx := context.Background()
+	slowNext.Store(true)
+	sid2, err := f.h.NewSession(ctx)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.h.Run(ctx, sid2, "single")
+		done <- err
+	}()
+	<-entered
+	f.clk.Advance(callbacks.DefaultBulkheadSlowCall + time.Second)
+	// Single calls from other sessions are refused; each refusal now counts.
+	single := breakertest.MustNewModel(breakertest.ModelConfig{Then: callsThenText("lookup")})
+	h := harnessWith(t, f.cb, single, quick)
+	for range 4 {
+		sid, err := h.NewSession(ctx)
+		require.NoError(t, err)
+		_, err = h.Run(ctx, sid, "one")
+		require.NoError(t, err)
+	}
+	require.Equal(t, breaker.Open, b.State(), "a bulkhead held by a slow call is evidence against the dependency")
+	close(release)
+	require.NoError(t, <-done)
+	f.requireClean(t)
+}
