@@ -2,6 +2,7 @@ package callbacks
 
 import (
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sync"
@@ -51,6 +52,7 @@ type Callbacks struct {
 	mutating     map[string]bool
 	builtinTypes sync.Map // reflect.Type -> bool
 	schemas      schemas
+	toolSets     toolSets
 
 	invs      sync.Map // invocation ID -> *invocation
 	live      atomic.Int64
@@ -98,6 +100,7 @@ func New(cfg Config) (*Callbacks, error) {
 		clk:         cfg.Clock,
 		idle:        cfg.IdleInvocationTimeout,
 		exemptNames: map[string]bool{},
+		toolSets:    toolSets{seed: maphash.MakeSeed()},
 		mutating:    map[string]bool{},
 	}
 	if !cfg.GuardBuiltinTools {

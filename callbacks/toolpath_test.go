@@ -12,9 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/adk/v2/tool/toolutils"
 	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
@@ -22,6 +24,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/docstrings"
 	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/payloads"
@@ -338,4 +341,45 @@ func TestBulkheadRejectionsCountOnlyWhenSlowCallsHoldTheSlots(t *testing.T) {
 	close(release)
 	require.NoError(t, <-done)
 	f.requireClean(t)
+}
+
+// changingTool declares a description that the test changes between steps.
+type changingTool struct{ desc atomic.Pointer[string] }
+
+func (c *changingTool) Name() string        { return "lookup" }
+func (c *changingTool) Description() string { return *c.desc.Load() }
+func (c *changingTool) IsLongRunning() bool { return false }
+func (c *changingTool) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{Name: "lookup", Description: c.Description()}
+}
+func (c *changingTool) ProcessRequest(_ agent.Context, req *model.LLMRequest) error {
+	return toolutils.PackTool(req, c)
+}
+func (c *changingTool) Run(agent.Context, any) (map[string]any, error) {
+	d := "Looks up, version 2."
+	c.desc.Store(&d)
+	return map[string]any{"status": "ok"}, nil
+}
+
+// Issue 12j: the declarations are cached per tool set, yet a tool that declares
+// something new is seen as it is now, with the sentence exactly once.
+func TestCachedDeclarationsFollowTheTool(t *testing.T) {
+	t.Parallel()
+	ct := &changingTool{}
+	d := "Looks up, version 1."
+	ct.desc.Store(&d)
+	f := newFixture(t, fixtureConfig{
+		tools: []tool.Tool{ct}, then: callsThenText("lookup"),
+		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+	})
+	f.run(t, "one")
+	f.run(t, "two")
+	reqs := f.model.Requests()
+	require.Len(t, reqs, 4)
+	for i, want := range []string{"version 1.", "version 2.", "version 2.", "version 2."} {
+		decl, ok := reqs[i].Declaration("lookup")
+		require.True(t, ok)
+		require.Contains(t, decl.Description, want, "request %d", i)
+		require.Equal(t, 1, strings.Count(decl.Description, docstrings.Sentence), "request %d", i)
+	}
 }
