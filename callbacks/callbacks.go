@@ -266,6 +266,6 @@ func (c *Callbacks) recoverPanic(ctx interface{ InvocationID() string }, where s
 			c.callHook(e)
 		}
 		c.log.Error("agentbreaker: callback panicked; the call goes on unguarded",
-			slog.String("callback", where), slog.String("invocation_id", e.InvocationID), slog.Any("panic", r))
+			slog.String("callback", where), slog.String("request_id", e.InvocationID), slog.Any("panic", r))
 	}
 }

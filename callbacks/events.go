@@ -139,11 +139,13 @@ func (c *Callbacks) emit(ctx context.Context, e Event, level slog.Level, msg str
 	if e.Tool != "" {
 		attrs = append(attrs, slog.String("tool", e.Tool))
 	}
-	if e.CallID != "" {
-		attrs = append(attrs, slog.String("request_id", e.CallID))
-	}
+	// request_id is the invocation, as in every other record of the library; the
+	// model's function call ID is function_call_id.
 	if e.InvocationID != "" {
-		attrs = append(attrs, slog.String("invocation_id", e.InvocationID))
+		attrs = append(attrs, slog.String("request_id", e.InvocationID))
+	}
+	if e.CallID != "" {
+		attrs = append(attrs, slog.String("function_call_id", e.CallID))
 	}
 	if e.Outcome != 0 {
 		attrs = append(attrs, slog.String("outcome", e.Outcome.String()))

@@ -58,7 +58,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 				result, err = nil, nil
 				c.panics.Add(1)
 				c.log.Error("agentbreaker: before-tool callback panicked; the call goes on unguarded",
-					slog.String("tool", t.Name()), slog.String("request_id", k.id), slog.Any("panic", r))
+					slog.String("tool", t.Name()), slog.String("request_id", ctx.InvocationID()), slog.String("function_call_id", k.id), slog.Any("panic", r))
 				if c.onEvent != nil {
 					c.callHook(Event{Kind: EventCallbackPanic, At: c.timeOf(c.nanos()), Tool: t.Name(), CallID: k.id, Panic: r})
 				}

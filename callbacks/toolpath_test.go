@@ -2,10 +2,13 @@ package callbacks_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -382,4 +385,110 @@ func TestCachedDeclarationsFollowTheTool(t *testing.T) {
 		require.Contains(t, decl.Description, want, "request %d", i)
 		require.Equal(t, 1, strings.Count(decl.Description, docstrings.Sentence), "request %d", i)
 	}
+}
+
+// Issue 12b through the runner: three distinct calls fail in one step and the model
+// re-issues the third. Failures nobody retries must not spend the budget's floor (one
+// retry in ten seconds), so the one real re-issue goes through and nothing counts as
+// a refusal.
+func TestRetryBudgetChargedOnlyForRealRetries(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	lookup := fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
+		if runs.Add(1) <= 3 {
+			return nil, classify.UpstreamFailure(0, "the CRM failed")
+		}
+		return map[string]any{"status": "ok"}, nil
+	})
+	rec := &attempts{}
+	f := newFixture(t, fixtureConfig{
+		tools: []tool.Tool{lookup},
+		steps: []breakertest.Step{
+			breakertest.Calls(
+				&genai.FunctionCall{Name: "lookup", Args: map[string]any{"id": 1}},
+				&genai.FunctionCall{Name: "lookup", Args: map[string]any{"id": 2}},
+				&genai.FunctionCall{Name: "lookup", Args: map[string]any{"id": 3}},
+			),
+			breakertest.Call("lookup", map[string]any{"id": 3}),
+			breakertest.Text("done"),
+		},
+		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		prepare: func(f *fixture, cfg *callbacks.Config) {
+			cfg.Retry = retry.MustNew(retry.Config{Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add},
+				Budgets: retry.MustNewBudgets(retry.BudgetConfig{Clock: f.clk})})
+		},
+	})
+	turn := f.run(t, "look them up")
+	require.Equal(t, int64(4), runs.Load(), "the re-issue reached the tool")
+	rs := turn.FunctionResponses()
+	require.Equal(t, "ok", rs[len(rs)-1].Response["status"])
+	for _, e := range rec.list() {
+		require.False(t, e.Stop == retry.ReasonBudgetExhausted && !e.Retry, "a refusal nobody asked for: %+v", e)
+	}
+	require.Empty(t, f.ev.of(callbacks.EventRetryRefused))
+	f.requireClean(t)
+}
+
+// Issue 15f and 15g: short-circuit and attempt records carry the invocation ID as
+// request_id (the function call ID as function_call_id), and the plugin's attempt
+// records carry the breaker state and the policy version.
+func TestRecordsCarryInvocationAndBreakerState(t *testing.T) {
+	t.Parallel()
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rec := &attempts{}
+	f := newFixture(t, fixtureConfig{
+		tools: []tool.Tool{fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return nil, errBoom })},
+		then:  callsThenText("lookup"),
+		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
+			Policy: breaker.Policy{MinimumCalls: 4, Cooldown: 30 * time.Second, Jitter: -1, Version: "crm-v7"}}},
+		cfg: callbacks.Config{Logger: logger},
+		prepare: func(f *fixture, cfg *callbacks.Config) {
+			cfg.Retry = retry.MustNew(retry.Config{Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add}})
+		},
+	})
+	var turns []*breakertest.Turn
+	for range 5 { // four failures open the breaker; the fifth call is short-circuited
+		turns = append(turns, f.run(t, "look it up"))
+	}
+	sc := f.ev.of(callbacks.EventShortCircuit)
+	require.Len(t, sc, 1)
+	last := turns[4]
+	require.Equal(t, last.InvocationID(), sc[0].InvocationID)
+
+	mu.Lock()
+	text := logs.String()
+	mu.Unlock()
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		if r["event"] == "short_circuit" {
+			found = true
+			require.Equal(t, last.InvocationID(), r["request_id"])
+			require.Equal(t, last.FunctionCalls()[0].ID, r["function_call_id"])
+		}
+	}
+	require.True(t, found, "no short-circuit record in the log")
+
+	evs := rec.list()
+	require.NotEmpty(t, evs)
+	for i, e := range evs {
+		require.Equal(t, turns[i].InvocationID(), e.RequestID, "attempt record %d", i)
+		require.Equal(t, "crm-v7", e.PolicyVersion, "attempt record %d", i)
+		require.NotEmpty(t, e.BreakerState, "attempt record %d", i)
+	}
+	require.Equal(t, "closed", evs[0].BreakerState)
+}
+
+type lockedWriter struct {
+	w  *strings.Builder
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
