@@ -121,11 +121,11 @@ func ExampleRetryInfoDelay() {
 // classifier finds it and no error text is parsed.
 func ExampleNotFound() {
 	err := fmt.Errorf("get_customer: %w", classify.NotFound("no customer with that ID"))
-	c := classify.Error(nil, err)
+	c := classify.Error(context.Background(), err)
 	fmt.Println(c.Outcome, c.Class, c.Verdict)
 	fmt.Println(err)
 
-	c = classify.Error(nil, errors.New("HTTP 404")) // text is not read
+	c = classify.Error(context.Background(), errors.New("HTTP 404")) // text is not read
 	fmt.Println(c.Outcome, c.Class, c.Verdict)
 	// Output:
 	// FAILED not_found healthy

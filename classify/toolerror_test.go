@@ -36,7 +36,7 @@ func TestToolErrorConstructors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := classify.Error(nil, tt.err)
+			got := classify.Error(context.Background(), tt.err)
 			require.Equal(t, tt.want, got)
 			requireValid(t, got)
 			require.Equal(t, tt.wantText, tt.err.Error())
