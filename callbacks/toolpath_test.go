@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/docstrings"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
@@ -210,6 +212,7 @@ func TestTransportClassificationIsHonoured(t *testing.T) {
 		return map[string]any{"status": "ok"}, nil
 	})
 	rec := &attempts{}
+	var j *journal.Journal
 	args := map[string]any{"amount": 42}
 	f := newFixture(t, fixtureConfig{
 		tools: []tool.Tool{charge},
@@ -217,10 +220,18 @@ func TestTransportClassificationIsHonoured(t *testing.T) {
 		deps:  map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
 		cfg:   callbacks.Config{MutatingTools: []string{"charge"}},
 		prepare: func(f *fixture, cfg *callbacks.Config) {
-			cfg.Retry = retry.MustNew(retry.Config{Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add}})
+			var err error
+			j, err = journal.Open(context.Background(), journal.Config{Backend: journal.SQLite{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.clk})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = j.Close() })
+			cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add}})
+			cfg.Journal = j
 		},
 	})
 	turn := f.run(t, "charge it")
+	pending, _, err := j.Backlog(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, pending, "nothing journaled for an operator: the first attempt provably never left")
 	require.Equal(t, int64(2), base.n.Load(), "the re-issue reached the transport")
 	rs := turn.FunctionResponses()
 	require.Len(t, rs, 2)
