@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
+
+	"github.com/agentbreaker/agentbreaker/classify"
 )
 
 // HTTPToolConfig configures a tool that calls a [Server] (or any URL) the way a real
@@ -27,6 +30,11 @@ type HTTPToolConfig struct {
 	Client *http.Client
 	// MaxBody caps how much of the body is read. Defaults to 64 KiB.
 	MaxBody int64
+	// TypedErrors reports a status of 400 or more as a Go error built with
+	// classify.StatusError (with the Retry-After in seconds, and never the response
+	// body) instead of in-band, the way a tool author tells the breaker what the
+	// dependency did without leaving it to guesswork. Defaults to false: in-band.
+	TypedErrors bool
 }
 
 // HTTPArgs are the arguments of an HTTP tool.
@@ -38,7 +46,8 @@ type HTTPArgs struct {
 // transport failure is returned as a Go error (the error classification sees a refused
 // connection, a reset or a timeout); a status of 400 or more is reported in-band as
 // {"status": "error", "status_code": N, "retry_after_seconds": S}, as many real tools
-// do; a success is {"status": "ok", "body": "..."}.
+// do (or, with TypedErrors, as a classify.StatusError); a success is
+// {"status": "ok", "body": "..."}.
 func NewHTTPTool(cfg HTTPToolConfig) (tool.Tool, error) {
 	if cfg.Name == "" {
 		return nil, errors.New(`breakertest: HTTPToolConfig.Name = "": required`)
@@ -80,9 +89,16 @@ func get(ctx agent.Context, cfg HTTPToolConfig, query string) (map[string]any, e
 		return nil, err
 	}
 	if resp.StatusCode >= 400 {
-		out := map[string]any{"status": "error", "status_code": resp.StatusCode}
+		retryAfter, hasRetryAfter := 0, false
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
-			out["retry_after_seconds"] = s
+			retryAfter, hasRetryAfter = s, true
+		}
+		if cfg.TypedErrors {
+			return nil, classify.StatusError(resp.StatusCode, time.Duration(retryAfter)*time.Second, "")
+		}
+		out := map[string]any{"status": "error", "status_code": resp.StatusCode}
+		if hasRetryAfter {
+			out["retry_after_seconds"] = retryAfter
 		}
 		return out, nil
 	}

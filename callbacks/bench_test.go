@@ -64,7 +64,7 @@ func benchTurns(b *testing.B, calls int, with bool) {
 	i := 0
 	var sid string
 	for b.Loop() {
-		if i%16 == 0 { // a fresh session now and then keeps the history short
+		if i%4 == 0 { // a fresh session now and then keeps the history short and the turns alike
 			if sid, err = h.NewSession(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -137,5 +137,55 @@ func BenchmarkCallbacksPerCall(b *testing.B) {
 				b.Fatalf("left in flight: %+v", s)
 			}
 		})
+	}
+}
+
+// TestToolCallAllocOverhead holds the plugin to its allocation budget (issue 12j): one
+// runner turn with one no-op tool call allocates at most 10 more times with the plugin
+// than without. It counts allocations, not time, so load on the machine cannot sway it.
+func TestToolCallAllocOverhead(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	perTurn := func(with bool) float64 {
+		fc := []*genai.FunctionCall{{Name: "lookup", Args: map[string]any{"i": 0}}}
+		m := breakertest.MustNewModel(breakertest.ModelConfig{
+			Repeat: true, DiscardRequests: true,
+			Steps: []breakertest.Step{breakertest.Calls(fc...), breakertest.Text("done")},
+		})
+		lookup, err := newLookup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{lookup}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plugins []*plugin.Plugin
+		if with {
+			deps := dependencymap.MustNew(dependencymap.Config{
+				Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+			})
+			cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 100}})
+			plugins = []*plugin.Plugin{cb.Plugin()}
+		}
+		h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})
+		ctx := context.Background()
+		turn := func() {
+			sid, err := h.NewSession(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Run(ctx, sid, "go"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		turn() // caches and the coarse clock warm up outside the count
+		return testing.AllocsPerRun(200, turn)
+	}
+	without, with := perTurn(false), perTurn(true)
+	t.Logf("allocs per turn: %.0f without the plugin, %.0f with it", without, with)
+	if with-without > 10 {
+		t.Errorf("the plugin adds %.0f allocations per turn, want at most 10", with-without)
 	}
 }

@@ -2,6 +2,7 @@ package callbacks
 
 import (
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sync"
@@ -50,6 +51,8 @@ type Callbacks struct {
 	exemptNames  map[string]bool
 	mutating     map[string]bool
 	builtinTypes sync.Map // reflect.Type -> bool
+	schemas      schemas
+	toolSets     toolSets
 
 	invs      sync.Map // invocation ID -> *invocation
 	live      atomic.Int64
@@ -98,6 +101,7 @@ func New(cfg Config) (*Callbacks, error) {
 		clk:         cfg.Clock,
 		idle:        cfg.IdleInvocationTimeout,
 		exemptNames: map[string]bool{},
+		toolSets:    toolSets{seed: maphash.MakeSeed()},
 		mutating:    map[string]bool{},
 	}
 	if !cfg.GuardBuiltinTools {
@@ -263,6 +267,6 @@ func (c *Callbacks) recoverPanic(ctx interface{ InvocationID() string }, where s
 			c.callHook(e)
 		}
 		c.log.Error("agentbreaker: callback panicked; the call goes on unguarded",
-			slog.String("callback", where), slog.String("invocation_id", e.InvocationID), slog.Any("panic", r))
+			slog.String("callback", where), slog.String("request_id", e.InvocationID), slog.Any("panic", r))
 	}
 }

@@ -120,6 +120,16 @@ type Config struct {
 	// sustained (see package bulkhead). Default to 10 within one minute.
 	SustainedRejections int
 	SustainedWindow     time.Duration
+	// BulkheadSlowCall decides when a full bulkhead's rejection counts as a failure of
+	// its dependency. A saturated bulkhead is evidence that the dependency is slow only
+	// when slow calls are what holds it: a rejection counts when at least half of the
+	// bulkhead's slots are held by calls that have been running for BulkheadSlowCall or
+	// longer. Otherwise (a burst of quick calls against a healthy dependency) the call
+	// is still refused with the busy payload, but the breaker does not hear of it.
+	// Defaults to the dependency's breaker Policy.SlowCallThreshold when that is set,
+	// else to half the tool's timeout when the tool has one (a tooltimeout.Tool), else
+	// to DefaultBulkheadSlowCall. At most 1h.
+	BulkheadSlowCall time.Duration
 
 	// LoopGuard configures the loop guard. Zero fields take loopguard's defaults.
 	LoopGuard loopguard.Config
@@ -233,6 +243,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.ConfirmUnknownReplays && cfg.Journal == nil {
 		return cfg, errors.New("callbacks: Config.ConfirmUnknownReplays is true but Config.Journal is nil: a confirmed replay must approve the journal's unresolved intents")
+	}
+	if cfg.BulkheadSlowCall < 0 || cfg.BulkheadSlowCall > time.Hour {
+		return cfg, fmt.Errorf("callbacks: Config.BulkheadSlowCall = %s: must be between 0 (the default) and 1h", cfg.BulkheadSlowCall)
 	}
 	if cfg.DefaultBulkhead < 0 {
 		return cfg, fmt.Errorf("callbacks: Config.DefaultBulkhead = %d: must be 0 (unlimited) or positive", cfg.DefaultBulkhead)

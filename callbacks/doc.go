@@ -29,7 +29,8 @@
 //     MaxRetryAfter (a breaker forced closed ignores it). Otherwise the tool's breaker
 //     is asked for a permit. An open breaker answers with the unavailable payload
 //     (package payloads) and the tool never runs; a full bulkhead answers with the
-//     busy payload and counts as a failure. adk-go's built-in tools are exempt.
+//     busy payload, and counts as a failure only when slow calls hold at least half
+//     of its slots (Config.BulkheadSlowCall). adk-go's built-in tools are exempt.
 //   - On error: the error is classified (package classify) with the call's own
 //     context, so the turn's cancellation is neutral, and the outcome is recorded
 //     before any later plugin can turn the error into a result.

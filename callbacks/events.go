@@ -21,8 +21,9 @@ const (
 	// or agentbreaker did while a delay the dependency asked for (Retry-After) had not
 	// passed; Class is then the class of the answer that asked for it.
 	EventShortCircuit
-	// EventBulkheadRejected: a full bulkhead answered a call with the busy payload; the
-	// breaker counted a failure.
+	// EventBulkheadRejected: a full bulkhead answered a call with the busy payload. The
+	// breaker counted a failure (Verdict Counts) when slow calls held the bulkhead (see
+	// Config.BulkheadSlowCall), and nothing (Verdict Neutral) when quick calls did.
 	EventBulkheadRejected
 	// EventBulkheadSaturated: bulkhead rejections became sustained while the
 	// dependency's breaker was still closed, which deserves an alert of its own.
@@ -138,11 +139,13 @@ func (c *Callbacks) emit(ctx context.Context, e Event, level slog.Level, msg str
 	if e.Tool != "" {
 		attrs = append(attrs, slog.String("tool", e.Tool))
 	}
-	if e.CallID != "" {
-		attrs = append(attrs, slog.String("request_id", e.CallID))
-	}
+	// request_id is the invocation, as in every other record of the library; the
+	// model's function call ID is function_call_id.
 	if e.InvocationID != "" {
-		attrs = append(attrs, slog.String("invocation_id", e.InvocationID))
+		attrs = append(attrs, slog.String("request_id", e.InvocationID))
+	}
+	if e.CallID != "" {
+		attrs = append(attrs, slog.String("function_call_id", e.CallID))
 	}
 	if e.Outcome != 0 {
 		attrs = append(attrs, slog.String("outcome", e.Outcome.String()))

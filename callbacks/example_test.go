@@ -63,8 +63,10 @@ func Example() {
 // *telemetry.Telemetry, which turns these reports into metrics, logs and span events.
 type refusals struct{ observe.Nop }
 
-func (refusals) ShortCircuit(_ context.Context, s observe.ShortCircuit) {
-	fmt.Printf("short-circuit: %s/%s (%s), breaker %s\n", s.Dependency, s.Tool, s.RequestID, s.State)
+func (refusals) ShortCircuit(ctx context.Context, s observe.ShortCircuit) {
+	// s.RequestID is the invocation ID; the context is the call's tool context.
+	call := ctx.(interface{ FunctionCallID() string }).FunctionCallID()
+	fmt.Printf("short-circuit: %s/%s (%s), breaker %s\n", s.Dependency, s.Tool, call, s.State)
 }
 
 // Config.Observer hears of every short-circuit, bulkhead rejection and call outcome,

@@ -2,16 +2,12 @@ package callbacks
 
 import (
 	"log/slog"
-	"maps"
-	"slices"
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
-	"google.golang.org/adk/v2/tool"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
-	"github.com/agentbreaker/agentbreaker/docstrings"
 )
 
 // BeforeModel returns the before-model callback for llmagent.Config: the loop guard's
@@ -58,6 +54,9 @@ func (c *Callbacks) beforeModel(l layer) llmagent.BeforeModelCallback {
 // returns the response that replaces the call when the cap is reached.
 func (c *Callbacks) guardModelCall(ctx agent.Context, inv *invocation, req *model.LLMRequest) (resp *model.LLMResponse) {
 	defer c.recoverPanic(ctx, "before_model")
+	if inv.tracker.Total() > 0 {
+		c.mirrorCounts(ctx, inv)
+	}
 	if n, ok := inv.tracker.ModelCall(); !ok {
 		deps := inv.tracker.Dependencies()
 		c.emit(ctx, Event{Kind: EventModelCallCapped, At: c.timeOf(c.nanos()), InvocationID: inv.id}, slog.LevelWarn,
@@ -65,13 +64,13 @@ func (c *Callbacks) guardModelCall(ctx agent.Context, inv *invocation, req *mode
 			slog.Int("model_calls", n), slog.Any("dependencies", deps))
 		return c.guard.CapResponse(inv.tracker)
 	}
-	guarded := c.guardedTools(req)
-	if len(guarded) == 0 {
+	set := c.toolSet(req)
+	if len(set.guarded) == 0 {
 		return nil
 	}
 	if c.guard.Config().HideOpenTools {
 		depOf := func(name string) (string, bool) {
-			if !guarded[name] {
+			if !set.guarded[name] {
 				return "", false
 			}
 			return c.deps.DependencyOf(name)
@@ -82,22 +81,9 @@ func (c *Callbacks) guardModelCall(ctx agent.Context, inv *invocation, req *mode
 		}
 	}
 	if !c.cfg.DisableDocstrings {
-		docstrings.Request(req, c.cfg.Docstring, func(name string) bool { return guarded[name] })
+		set.addDocstrings(req, c.cfg.Docstring)
 	}
 	return nil
-}
-
-// guardedTools returns the names of the request's tools that agentbreaker guards.
-func (c *Callbacks) guardedTools(req *model.LLMRequest) map[string]bool {
-	out := make(map[string]bool, len(req.Tools))
-	for _, name := range slices.Sorted(maps.Keys(req.Tools)) {
-		t, ok := req.Tools[name].(tool.Tool)
-		if !ok || c.exempt(t) || c.deps.Exempt(name) {
-			continue
-		}
-		out[name] = true
-	}
-	return out
 }
 
 // open reports whether a dependency's breaker refuses calls now: forced open, open
@@ -138,4 +124,17 @@ func (c *Callbacks) onModelError(ctx agent.Context, req *model.LLMRequest, respE
 	}
 	defer c.recoverPanic(ctx, "model_on_error")
 	return c.cfg.Model.OnError(ctx, req, respErr)
+}
+
+// mirrorCounts writes the invocation's short-circuit counts into "temp:" state. It runs
+// once per model call, after the previous step's tool calls have all ended: calls run
+// in parallel cannot each write the count, because adk-go merges their state deltas
+// with the last call in the list winning (ADK-NOTES #30). The count lives in the
+// tracker; this is a mirror for the caller's eyes (it lands in the StateDelta of the
+// model call's event).
+func (c *Callbacks) mirrorCounts(ctx agent.Context, inv *invocation) {
+	st := ctx.State()
+	for _, dep := range inv.tracker.Dependencies() {
+		_ = st.Set(c.guard.StateKey(dep), inv.tracker.Count(dep))
+	}
 }

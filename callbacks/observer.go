@@ -19,7 +19,7 @@ import (
 func (c *Callbacks) observeShortCircuit(ctx context.Context, dep, tool, callID string, state breaker.State, retryAfter time.Duration) {
 	defer c.recoverObserver("ShortCircuit", dep, tool, callID)
 	c.obs.ShortCircuit(ctx, observe.ShortCircuit{
-		Dependency: dep, Tool: tool, RequestID: callID, State: state, RetryAfter: retryAfter,
+		Dependency: dep, Tool: tool, RequestID: invocationOf(ctx), State: state, RetryAfter: retryAfter,
 	})
 }
 
@@ -33,9 +33,19 @@ func (c *Callbacks) observeBulkheadRejected(ctx context.Context, dep, tool, call
 func (c *Callbacks) observeCall(ctx context.Context, cl *call, callID string, cls classify.Classification, elapsed time.Duration, probe bool) {
 	defer c.recoverObserver("CallOutcome", cl.dep, cl.tool, callID)
 	c.obs.CallOutcome(ctx, observe.Call{
-		Dependency: cl.dep, Tool: cl.tool, RequestID: callID,
+		Dependency: cl.dep, Tool: cl.tool, RequestID: invocationOf(ctx),
 		Outcome: cls.Outcome, Class: cls.Class, Elapsed: elapsed, Probe: probe,
 	})
+}
+
+// invocationOf returns the adk-go invocation ID of ctx: the request_id of every record
+// (the function call ID goes under function_call_id, from the same context), as the
+// bulkhead and retry-budget records have it.
+func invocationOf(ctx context.Context) string {
+	if c, ok := ctx.(interface{ InvocationID() string }); ok {
+		return c.InvocationID()
+	}
+	return ""
 }
 
 // recoverObserver is deferred by the observe* methods.
@@ -47,7 +57,7 @@ func (c *Callbacks) recoverObserver(method, dep, tool, callID string) {
 	c.panics.Add(1)
 	c.log.Error("agentbreaker: Observer panicked; the call goes on",
 		slog.String("method", method), slog.String("dependency", dep), slog.String("tool", tool),
-		slog.String("request_id", callID), slog.Any("panic", r))
+		slog.String("function_call_id", callID), slog.Any("panic", r))
 	if c.onEvent != nil {
 		c.callHook(Event{Kind: EventCallbackPanic, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: callID, Panic: r})
 	}

@@ -134,7 +134,8 @@ func TestObserverHearsEachShortCircuitOnce(t *testing.T) {
 	require.Empty(t, o.shorts)
 	for _, c := range o.calls {
 		require.Equal(t, classify.ClassUnclassified, c.v.Class) // a bare Go error
-		require.Equal(t, c.v.RequestID, c.callID)
+		require.Equal(t, c.invocationID, c.v.RequestID)
+		require.NotEmpty(t, c.callID)
 	}
 
 	// Ten seconds later the model calls twice, is refused twice (the second time
@@ -147,9 +148,9 @@ func TestObserverHearsEachShortCircuitOnce(t *testing.T) {
 	require.Len(t, o.shorts, 2)
 	var ids []string
 	for _, s := range o.shorts {
-		require.Equal(t, observe.ShortCircuit{Dependency: "crm", Tool: "lookup", RequestID: s.callID, State: breaker.Open, RetryAfter: 20 * time.Second}, s.v)
+		require.Equal(t, observe.ShortCircuit{Dependency: "crm", Tool: "lookup", RequestID: turn.InvocationID(), State: breaker.Open, RetryAfter: 20 * time.Second}, s.v)
 		require.Equal(t, turn.InvocationID(), s.invocationID)
-		ids = append(ids, s.v.RequestID)
+		ids = append(ids, s.callID)
 	}
 	slices.Sort(ids)
 	require.Equal(t, callIDs(turn), ids)
@@ -232,9 +233,9 @@ func TestObserverHearsParallelCallsOnceEach(t *testing.T) {
 	require.Len(t, o.calls, 8)
 	var ids []string
 	for _, c := range o.calls {
-		require.Equal(t, c.v.RequestID, c.callID)
+		require.Equal(t, c.invocationID, c.v.RequestID, "request_id is the invocation (issue 15f)")
 		require.Equal(t, classify.Succeeded, c.v.Outcome)
-		ids = append(ids, c.v.RequestID)
+		ids = append(ids, c.callID)
 	}
 	slices.Sort(ids)
 	require.Equal(t, []string{"a", "a", "b", "c", "d", "e", "f", "g"}, ids)
@@ -310,7 +311,7 @@ func TestObserverHearsHiddenToolShortCircuits(t *testing.T) {
 	require.Equal(t, true, turn.FunctionResponses()[0].Response["firm"])
 	o := f.obs.snapshot()
 	require.Len(t, o.shorts, 1)
-	require.Equal(t, observe.ShortCircuit{Dependency: "crm", Tool: "lookup", RequestID: "h1", State: breaker.ForcedOpen}, o.shorts[0].v)
+	require.Equal(t, observe.ShortCircuit{Dependency: "crm", Tool: "lookup", RequestID: turn.InvocationID(), State: breaker.ForcedOpen}, o.shorts[0].v)
 	require.Equal(t, "h1", o.shorts[0].callID)
 	require.Empty(t, o.calls)
 	require.Len(t, f.ev.of(callbacks.EventShortCircuit), 1)

@@ -167,7 +167,8 @@ func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 					require.Equal(t, f.ev.of(tt.kind)[0].Outcome, c.v.Outcome)
 					require.Equal(t, f.ev.of(tt.kind)[0].Class, c.v.Class)
 					require.NotEmpty(t, c.v.RequestID)
-					require.Equal(t, c.v.RequestID, c.callID, "reported with the call's tool context")
+					require.Equal(t, c.invocationID, c.v.RequestID, "request_id is the invocation")
+					require.NotEmpty(t, c.callID, "reported with the call's tool context")
 				}
 				s := b.Snapshot()
 				if !probe {

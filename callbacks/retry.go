@@ -19,7 +19,14 @@ import (
 // (bad arguments, too many operations) goes on without retry accounting, loudly, like
 // a call without a breaker.
 func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any) (*retry.Attempt, map[string]any) {
-	op := retry.Operation{Dependency: dep, Tool: tool, Args: args, Idempotent: !c.mutating[tool]}
+	// request_id is the invocation, as in every record of the library (the retry
+	// package's records have no function call ID). The breaker's policy version names
+	// the policy when the Retrier's own has none, as it does for an operation given
+	// the breaker.
+	op := retry.Operation{Dependency: dep, Tool: tool, Args: args, Idempotent: !c.mutating[tool], RequestID: inv.id}
+	if c.cfg.Retry.Policy().Version == "" {
+		op.Policy.Version = b.Policy().Version
+	}
 	// The callbacks hold the breaker's permit for this call; giving the breaker to the
 	// Retrier as well would count the call twice and let a half-open probe refuse itself.
 	if j := c.cfg.Journal; j != nil {
@@ -43,6 +50,9 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 	}
 	a, err := run.Admit(ctx)
 	if err == nil {
+		// The callbacks hold the breaker's permit: say which state admitted the call,
+		// for the attempt's record.
+		retry.ReportBreakerState(a.Context(), b.State())
 		return a, nil
 	}
 	se, ok := errors.AsType[*retry.StopError](err)
@@ -60,7 +70,6 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 // the hook, the log and the loop guard. The tool is not called.
 func (c *Callbacks) retryRefused(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, run *retry.Run, se *retry.StopError) map[string]any {
 	d := inv.tracker.ShortCircuit(dep)
-	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count)
 	last := run.Result().Last
 	in := payloads.Info{Dependency: dep, Tool: tool, Class: last.Class, RetryAfter: se.RetryAfter,
 		Firm: d.Firm, ShortCircuits: d.Count, Alternatives: c.alternatives(tool)}

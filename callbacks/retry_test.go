@@ -312,8 +312,20 @@ func TestRetryModelReissuesShareOneOperation(t *testing.T) {
 			require.Equal(t, tt.wantReason, refused[0].RetryReason)
 
 			recs := rec.list()
-			require.Len(t, recs, tt.wantRequests)
-			for i, e := range recs {
+			sent := recs
+			if tt.wantReason == retry.ReasonBudgetExhausted {
+				// The budget refuses when the model asks again (issue 12b): one record
+				// more, of an attempt never sent.
+				require.Len(t, recs, tt.wantRequests+1)
+				refusal := recs[len(recs)-1]
+				require.Equal(t, classify.FailedBeforeSend, refusal.Outcome)
+				require.False(t, refusal.Dispatched)
+				require.Equal(t, tt.wantRequests+1, refusal.Attempt)
+				sent = recs[:tt.wantRequests]
+			} else {
+				require.Len(t, recs, tt.wantRequests)
+			}
+			for i, e := range sent {
 				require.Equal(t, i+1, e.Attempt, "attempt numbers of one operation")
 				require.Equal(t, recs[0].RequestID, e.RequestID, "one logical operation")
 				require.Equal(t, classify.Unknown, e.Outcome)

@@ -140,6 +140,13 @@ func (inv *invocation) take(k callKey, l layer) *call {
 	return cl
 }
 
+// busy reports whether a call of the invocation is still in flight.
+func (inv *invocation) busy() bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return len(inv.calls) > 0
+}
+
 // drain removes every call and marks the invocation freed.
 func (inv *invocation) drain() []*call {
 	inv.mu.Lock()
@@ -212,14 +219,18 @@ func (c *Callbacks) free(ctx context.Context, id string) {
 }
 
 // maybeSweep frees invocations idle longer than IdleInvocationTimeout, at most once a
-// quarter of that timeout.
+// quarter of that timeout. An invocation with a call still in flight is not idle,
+// however long that call takes: freeing it would release the call's bulkhead slot
+// while the call still holds its connection, and lose the call's outcome. Calls end
+// (adk-go runs the after-callbacks of every call, also when the tool fails or its
+// context ends); a run's state is freed at its end by AfterRun in any case.
 func (c *Callbacks) maybeSweep(ctx context.Context, now int64) {
 	last := c.lastSweep.Load()
 	if now-last < int64(c.idle/4) || !c.lastSweep.CompareAndSwap(last, now) {
 		return
 	}
 	c.invs.Range(func(k, v any) bool {
-		if now-v.(*invocation).lastUsed.Load() >= int64(c.idle) {
+		if inv := v.(*invocation); now-inv.lastUsed.Load() >= int64(c.idle) && !inv.busy() {
 			c.free(ctx, k.(string))
 		}
 		return true

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/bulkhead"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
@@ -57,7 +58,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 				result, err = nil, nil
 				c.panics.Add(1)
 				c.log.Error("agentbreaker: before-tool callback panicked; the call goes on unguarded",
-					slog.String("tool", t.Name()), slog.String("request_id", k.id), slog.Any("panic", r))
+					slog.String("tool", t.Name()), slog.String("request_id", ctx.InvocationID()), slog.String("function_call_id", k.id), slog.Any("panic", r))
 				if c.onEvent != nil {
 					c.callHook(Event{Kind: EventCallbackPanic, At: c.timeOf(c.nanos()), Tool: t.Name(), CallID: k.id, Panic: r})
 				}
@@ -96,9 +97,15 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			c.log.Warn("agentbreaker: no bulkhead for dependency; the call goes on without one", slog.String("dependency", dep), slog.String("error", berr.Error()))
 		} else if bh != nil {
 			if ferr := bh.TryAcquire(); ferr != nil {
-				// A saturated bulkhead is evidence the dependency is slow: it counts.
-				permit.Failure()
-				return c.busy(ctx, inv, name, dep, b, ferr, args), nil
+				// A bulkhead held by slow calls is evidence the dependency is slow: the
+				// rejection counts. One filled by a burst of quick calls is not.
+				counts := c.heldBySlowCalls(dep, b, t, bh.Limit())
+				if counts {
+					permit.Failure()
+				} else {
+					permit.Ignore()
+				}
+				return c.busy(ctx, inv, name, dep, b, ferr, args, counts), nil
 			}
 			slot = bh
 		}
@@ -130,7 +137,6 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 // shortCircuit answers a call refused by an open breaker.
 func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, openErr error, args map[string]any) map[string]any {
 	d := inv.tracker.ShortCircuit(dep)
-	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count) // a mirror for visibility; the count lives in the tracker
 	in := c.payloadInfo(ctx, tool, dep, args)
 	state := b.State()
 	var oe *breaker.OpenError
@@ -163,18 +169,22 @@ func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep s
 }
 
 // busy answers a call refused by a full bulkhead.
-func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, full error, args map[string]any) map[string]any {
+func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, full error, args map[string]any, counts bool) map[string]any {
 	d := inv.tracker.ShortCircuit(dep)
-	_ = ctx.State().Set(c.guard.StateKey(dep), d.Count)
 	in := c.payloadInfo(ctx, tool, dep, args)
 	in.Class = classify.ClassBulkheadFull
 	in.Firm, in.ShortCircuits = d.Firm, d.Count
 	p := payloads.Busy(in)
 	state := b.State()
 	e := Event{Kind: EventBulkheadRejected, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(),
-		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull, Verdict: classify.Counts,
+		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull, Verdict: classify.Neutral,
 		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
-	c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead full; call rejected and counted as a failure")
+	if counts {
+		e.Verdict = classify.Counts
+		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead full of slow calls; call rejected and counted as a failure")
+	} else {
+		c.emit(ctx, e, slog.LevelInfo, "agentbreaker: bulkhead full of quick calls; call rejected, not counted")
+	}
 	if c.obs != nil {
 		c.observeBulkheadRejected(ctx, dep, tool, e.CallID)
 	}
@@ -226,8 +236,10 @@ func (c *Callbacks) onToolError(l layer) llmagent.OnToolErrorCallback {
 			cls = notSent // a callback after ours refused the call with an error
 		case errors.Is(toolErr, tool.ErrConfirmationRequired), errors.Is(toolErr, tool.ErrConfirmationRejected):
 			cls = notSent // waiting for, or refused by, a person: the dependency was not called
+		case c.schemas.argsRejected(t, args):
+			cls = rejectedArgs // functiontool refused the model's arguments before its handler ran
 		default:
-			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
+			cls = c.classifyError(ctx, cl.dep, toolErr)
 			sent = true
 		}
 		inv.mu.Lock()
@@ -308,7 +320,7 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 		case cl.tracked && !cl.dispatched.Load():
 			cls = notSent // a callback after ours answered instead of the tool
 		case toolErr != nil:
-			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Err: toolErr})
+			cls = c.classifyError(ctx, cl.dep, toolErr)
 			text, sent = toolErr.Error(), true
 			inv.mu.Lock()
 			cl.err = toolErr
@@ -333,6 +345,19 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 		c.settle(ctx, inv, cl, cls, text, kind, sent)
 		return nil, nil
 	}
+}
+
+// classifyError classifies a tool's error. An error from an httptransport round trip
+// carries the transport's own classification, which knows more than the error text or
+// type can say: whether anything was written to a connection before the failure. A
+// timeout while waiting for a pooled connection is FAILED_BEFORE_SEND there (provably
+// never sent, safe to repeat), while the bare error reads as a timeout with an UNKNOWN
+// outcome. The transport's word wins; the dependency's classifier decides the rest.
+func (c *Callbacks) classifyError(ctx context.Context, dep string, err error) classify.Classification {
+	if cls, ok := httptransport.ClassificationOf(nil, err); ok && cls.Outcome != 0 {
+		return cls
+	}
+	return c.classifier(dep).Classify(classify.Input{Context: ctx, Err: err})
 }
 
 func isReflectAndRetry(result map[string]any) bool {

@@ -29,6 +29,7 @@
 //	evidence                                    outcome             class                verdict  retry
 //	caller's context done, call not a success   kept or UNKNOWN (1) canceled, deadline   neutral  no
 //	LocalRejection (open breaker, bulkhead)     FAILED_BEFORE_SEND  breaker_open, ...    neutral  no
+//	*ToolError (StatusError, NotFound, ...)     as the constructor says (see ToolError)
 //	genai.APIError                              by status name, else by code (see below)
 //	certificate errors, peer not speaking TLS   FAILED_BEFORE_SEND  tls_config (2)       neutral  no
 //	TLS alert or handshake failure              FAILED_BEFORE_SEND  tls                  counts   yes
@@ -69,6 +70,28 @@
 // Errors are matched with errors.Is and errors.As, so wrapping in url.Error
 // or with fmt.Errorf("...: %w", err) changes nothing. Retry-After headers
 // are honoured on any failure; RetryInfo details win over them.
+//
+// # What a tool can say, and what is not read
+//
+// A tool tells the classifier what its dependency did in one of these forms, and only
+// these:
+//
+//   - a Go error built with [StatusError], [NotFound], [InvalidInput] or
+//     [UpstreamFailure], returned as is or wrapped with %w anywhere in the chain;
+//   - an error from the httptransport package (its classification travels with it),
+//     a [genai.APIError], or the network and context errors in the table above;
+//   - Input.StatusCode, when the caller has the HTTP response;
+//   - a result map reporting failure in-band, read by [ToolResult]: a numeric
+//     "status_code" (or "statusCode", "http_status", or "code"/"status" inside a failing
+//     result), or a whole-word failure name such as "not_found", "NOT_FOUND",
+//     "Not Found" or "invalid_argument" as the entire value of "error_class",
+//     "error_type", "reason", "code", "status" or "error".
+//
+// Error text is not searched for status codes or failure names: a Go error
+// "HTTP 404" or "customer not found" is unclassified (UNKNOWN, counts), and an
+// in-band {"error": "customer not found"} is a tool_error (FAILED, counts), because a
+// sentence is not a name. Return NotFound instead, or put "not_found" in
+// "error_class".
 //
 // # Customising
 //

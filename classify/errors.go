@@ -49,6 +49,9 @@ func classifyError(err error) Classification {
 	if r, ok := errors.AsType[LocalRejection](err); ok {
 		return rejection(r)
 	}
+	if e, ok := errors.AsType[*ToolError](err); ok && e != nil {
+		return e.classification()
+	}
 	if e, ok := errors.AsType[genai.APIError](err); ok {
 		return apiError(e)
 	}

@@ -116,3 +116,19 @@ func ExampleRetryInfoDelay() {
 	fmt.Println(d, ok)
 	// Output: 1.5s true
 }
+
+// A tool says what its dependency did with a typed error, wrapped as it likes; the
+// classifier finds it and no error text is parsed.
+func ExampleNotFound() {
+	err := fmt.Errorf("get_customer: %w", classify.NotFound("no customer with that ID"))
+	c := classify.Error(context.Background(), err)
+	fmt.Println(c.Outcome, c.Class, c.Verdict)
+	fmt.Println(err)
+
+	c = classify.Error(context.Background(), errors.New("HTTP 404")) // text is not read
+	fmt.Println(c.Outcome, c.Class, c.Verdict)
+	// Output:
+	// FAILED not_found healthy
+	// get_customer: no customer with that ID
+	// UNKNOWN unclassified counts
+}

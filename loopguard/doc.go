@@ -16,7 +16,10 @@
 // callbacks keep one per invocation and free it when the run ends). They are not kept
 // in session state, where parallel tool calls doing read-modify-write lose updates;
 // the callbacks only mirror the counts into "temp:" keys ([Guard.StateKey]) so they are
-// visible to other callbacks and in event state deltas.
+// visible to other callbacks and in event state deltas. They write the mirror once per
+// model call, from the before-model callback, after the previous step's calls have all
+// ended: adk-go merges the state deltas of parallel calls with the last call winning,
+// so a count written by each call would end with one call's value.
 //
 // A Guard is immutable and a Tracker is safe for concurrent use.
 package loopguard

@@ -120,6 +120,9 @@ func MustNew(cfg Config) *Retrier {
 	return r
 }
 
+// Policy returns the Retrier's policy, defaults filled in.
+func (r *Retrier) Policy() Policy { return r.cfg.Policy }
+
 // Budgets returns the registry of retry budgets the Retrier draws on.
 func (r *Retrier) Budgets() *Budgets { return r.budgets }
 

@@ -28,6 +28,7 @@ type Run struct {
 	attempts       int  // attempts sent
 	inFlight       bool // an attempt was admitted and has not finished
 	retryGranted   bool // the last Finish granted a retry that has not been taken
+	chargeOnAdmit  bool // the budget is charged when the retry is admitted (Track)
 	stopped        Reason
 	stopErr        error // why the operation stopped before sending, when it did
 	mayHaveApplied bool  // an attempt ended UNKNOWN and was not proved unapplied
@@ -59,7 +60,8 @@ func (run *Run) Done() (Reason, bool) {
 // used to send it and whose Finish must be called with its outcome; or a *StopError
 // saying why not. Every reason but ReasonInFlight and ReasonCanceled ends the
 // operation. The first attempt is counted as one operation in the dependency's retry
-// budget; later ones were charged as retries when Finish granted them.
+// budget; later ones were charged as retries when Finish granted them, or, for an
+// operation from Track, are charged here, when the caller really makes the retry.
 //
 // An operation that ended with ReasonUnknownOutcome is reconciled again when it has a
 // Reconciler: once an operator or a status lookup has settled the earlier attempt as
@@ -99,6 +101,17 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 		return nil, err
 	}
 	first := run.attempts == 0
+	if !first && run.chargeOnAdmit && !run.budget.TryRetryAt(now) {
+		// The caller (the model, for a tracked operation) really asked again: this is
+		// the moment a retry happens, so this is where the budget is charged and where
+		// it refuses.
+		run.stopLocked(ReasonBudgetExhausted, nil)
+		err := run.stopErrorLocked()
+		n, last := run.attempts+1, run.last
+		run.mu.Unlock()
+		run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: last.Class, Stop: ReasonBudgetExhausted, At: now})
+		return nil, err
+	}
 	run.inFlight = true
 	run.retryGranted = false
 	n := run.attempts + 1
@@ -271,7 +284,8 @@ func (run *Run) decide(ctx context.Context, info Info, c classify.Classification
 }
 
 // grantLocked decides whether a retry may follow the failure c and charges it to the
-// budget. Caller holds run.mu.
+// budget, unless the run charges retries when they are admitted (a tracked operation,
+// whose next attempt happens only if the model asks again). Caller holds run.mu.
 func (run *Run) grantLocked(now time.Time, c classify.Classification) Decision {
 	if run.attempts >= run.pol.MaxAttempts {
 		return Decision{Reason: ReasonAttemptsExhausted}
@@ -283,7 +297,7 @@ func (run *Run) grantLocked(now time.Time, c classify.Classification) Decision {
 	if !now.Add(delay).Before(run.deadline) {
 		return Decision{Reason: ReasonDeadlineExhausted}
 	}
-	if !run.budget.TryRetryAt(now) {
+	if !run.chargeOnAdmit && !run.budget.TryRetryAt(now) {
 		return Decision{Reason: ReasonBudgetExhausted}
 	}
 	return Decision{Retry: true, Delay: delay}

@@ -6,7 +6,9 @@ import "fmt"
 // invocation, so that the model re-issuing the same call (same tool, same arguments)
 // counts against the same budget instead of starting afresh: the re-issue is the
 // operation's next attempt, subject to MaxAttempts, the deadline, the retry budget and
-// the UNKNOWN rule, and it carries the same idempotency key.
+// the UNKNOWN rule, and it carries the same idempotency key. Such a retry is charged to
+// the dependency's retry budget when the model asks for it (Run.Admit), not when the
+// failed attempt finishes, so failures the model never retries spend nothing.
 //
 // The operation is identified by op.Key, or OperationKey(op.Tool, op.Args) when that is
 // empty. reissue reports that the operation already existed. An operation that
@@ -47,6 +49,9 @@ func (r *Retrier) Track(invocationID string, op Operation) (run *Run, reissue bo
 	if err != nil {
 		return nil, false, err
 	}
+	// The next attempt of a tracked operation happens only if the model asks again,
+	// which it may never do: charge the budget then, not when an attempt fails.
+	run.chargeOnAdmit = true
 	if ops == nil {
 		ops = map[Key]*Run{}
 		r.tracked[invocationID] = ops

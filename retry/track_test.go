@@ -71,27 +71,60 @@ func TestTrackModelReissuesCountAsRetries(t *testing.T) {
 func TestTrackReissuesDrawOnTheSharedBudget(t *testing.T) {
 	rg := newRig(t, retry.Config{Budgets: retry.MustNewBudgets(retry.BudgetConfig{MinRetriesPerSecond: -1})})
 	// Twenty operations against the dependency earn two retries between them: one
-	// when the tenth has started, one when the twentieth has.
+	// when the tenth has started, one when the twentieth has. The model re-issues
+	// every failed call at once; the budget is charged by the re-issues.
 	var granted []int
 	for i := range 20 {
 		op := retry.Operation{Dependency: "crm", Tool: "lookup", Args: map[string]any{"id": i}}
 		d, se, _ := call(t, rg.r, "inv", op, classify.ClassConnectionRefused)
 		require.Nil(t, se)
-		if d.Retry {
+		require.True(t, d.Retry, "a failure spends nothing by itself: operation %d", i)
+		d, se, reissue := call(t, rg.r, "inv", op, classify.ClassConnectionRefused)
+		require.True(t, reissue)
+		if se == nil {
 			granted = append(granted, i)
-			// The model re-issues it; that retry was already paid for.
-			d, se, reissue := call(t, rg.r, "inv", op, classify.ClassConnectionRefused)
-			require.Nil(t, se)
-			require.True(t, reissue)
-			require.Equal(t, retry.ReasonBudgetExhausted, d.Reason)
-		} else {
-			require.Equal(t, retry.ReasonBudgetExhausted, d.Reason, "operation %d", i)
-			// Its re-issue is refused without reaching the dependency.
-			_, se, _ := call(t, rg.r, "inv", op, classify.ClassNone)
-			require.Equal(t, retry.ReasonBudgetExhausted, se.Reason)
+			continue
 		}
+		require.Equal(t, retry.ReasonBudgetExhausted, se.Reason, "operation %d", i)
+		// Refused without reaching the dependency, and for good.
+		_, se, _ = call(t, rg.r, "inv", op, classify.ClassNone)
+		require.Equal(t, retry.ReasonBudgetExhausted, se.Reason)
 	}
 	require.Equal(t, []int{9, 19}, granted)
+}
+
+// Issue 12b: the budget is charged when the model really re-issues a call, not when an
+// attempt fails. Twenty failures the model never retries spend nothing, so the two
+// retries the twenty operations earned are there for the two re-issues that come.
+func TestTrackChargesOnlyRetriesTheModelMakes(t *testing.T) {
+	var refusals []retry.Event
+	rg := newRig(t, retry.Config{
+		Budgets: retry.MustNewBudgets(retry.BudgetConfig{MinRetriesPerSecond: -1}),
+		OnAttempt: []func(context.Context, retry.Event){func(_ context.Context, e retry.Event) {
+			if e.Stop == retry.ReasonBudgetExhausted && !e.Retry {
+				refusals = append(refusals, e)
+			}
+		}},
+	})
+	ops := make([]retry.Operation, 20)
+	for i := range ops {
+		ops[i] = retry.Operation{Dependency: "crm", Tool: "lookup", Args: map[string]any{"id": i}}
+		_, se, _ := call(t, rg.r, "inv", ops[i], classify.ClassConnectionRefused)
+		require.Nil(t, se)
+	}
+	b, err := rg.r.Budgets().For("crm")
+	require.NoError(t, err)
+	require.Zero(t, b.Stats().Granted, "no retry happened yet")
+	require.Empty(t, refusals, "nothing was refused: nobody asked")
+	for i := range 2 {
+		_, se, reissue := call(t, rg.r, "inv", ops[i], classify.ClassNone)
+		require.True(t, reissue)
+		require.Nil(t, se, "re-issue %d", i)
+	}
+	_, se, _ := call(t, rg.r, "inv", ops[2], classify.ClassNone)
+	require.Equal(t, retry.ReasonBudgetExhausted, se.Reason)
+	require.Len(t, refusals, 1, "one real refusal")
+	require.Equal(t, int64(2), b.Stats().Granted)
 }
 
 func TestTrackUnknownIsNotReissuedUntilSettled(t *testing.T) {

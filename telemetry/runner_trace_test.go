@@ -99,7 +99,10 @@ func TestPluginDecisionsLandOnADKToolSpans(t *testing.T) {
 	logged := a.logs.withMsg(t, "agentbreaker: call short-circuited")
 	require.Len(t, logged, 2)
 	for i, r := range logged {
-		require.Equal(t, id(5+i), r["request_id"])
+		// request_id is the invocation (issue 15f); both calls were in the fifth turn.
+		require.Equal(t, logged[0]["request_id"], r["request_id"])
+		require.NotEqual(t, id(5+i), r["request_id"])
+		require.Regexp(t, `^e-`, r["request_id"], "adk-go's invocation ID")
 		require.Equal(t, id(5+i), r["function_call_id"])
 		require.Equal(t, "get_invoice", r["tool"])
 		require.Equal(t, "open", r["breaker_state"])

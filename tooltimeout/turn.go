@@ -9,6 +9,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 )
 
@@ -33,6 +34,18 @@ type TurnConfig struct {
 	// ended. AppName is required with Sessions.
 	Sessions session.Service
 	AppName  string
+	// MutatingTools and DependencyOf shape the answers to orphan calls (see Orphans):
+	// a read-only tool's call cut by the deadline is not told "do not repeat", and the
+	// answer names the tool's real dependency. Default to nil: every orphan answer is
+	// outcome-unknown and names the tool.
+	MutatingTools []string
+	DependencyOf  func(tool string) (string, bool)
+	// Tools are the agent's tools. Each that has a timeout (a *Tool from Wrap) is
+	// checked at construction against Timeout: a whole-turn deadline shorter than a
+	// tool's timeout ends every hang as the turn's deadline, which is neutral, so a
+	// hanging dependency would never trip its breaker. Give Tools or Layers (or both);
+	// NewTurn refuses a configuration with neither, which it could not check.
+	Tools []tool.Tool
 	// RunConfig is passed to every run. Defaults to the zero RunConfig.
 	RunConfig agent.RunConfig
 	// Layers, when set, are validated against Timeout at construction: each must fit
@@ -62,6 +75,21 @@ func NewTurn(cfg TurnConfig) (*Turn, error) {
 	}
 	if cfg.Sessions != nil && cfg.AppName == "" {
 		return nil, errors.New(`tooltimeout: TurnConfig.AppName = "": required with Sessions`)
+	}
+	if len(cfg.Tools) == 0 && len(cfg.Layers) == 0 {
+		return nil, fmt.Errorf("tooltimeout: TurnConfig.Tools and TurnConfig.Layers are both empty: give the agent's tools (or their Layers) so their timeouts can be checked against TurnConfig.Timeout %s", cfg.Timeout)
+	}
+	for i, t := range cfg.Tools {
+		if t == nil {
+			return nil, fmt.Errorf("tooltimeout: TurnConfig.Tools[%d] = nil", i)
+		}
+		tt, ok := t.(interface{ Timeout() time.Duration })
+		if !ok || tt.Timeout() <= 0 {
+			continue
+		}
+		if err := (Layers{ToolTimeout: tt.Timeout(), Turn: cfg.Timeout}).Validate(); err != nil {
+			return nil, fmt.Errorf("TurnConfig.Tools[%d] (tool %q, timeout %s) against TurnConfig.Timeout %s: %w", i, t.Name(), tt.Timeout(), cfg.Timeout, err)
+		}
 	}
 	for i, l := range cfg.Layers {
 		if l.Turn == 0 {
@@ -129,7 +157,10 @@ func (t *Turn) Run(ctx context.Context, userID, sessionID string, msg *genai.Con
 		close(items)
 		if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && t.cfg.Sessions != nil && invocationID != "" {
 			// Best effort: the turn already failed; a store error here has nowhere better to go.
-			_, _ = CloseOrphans(context.WithoutCancel(ctx), t.cfg.Sessions, t.cfg.AppName, userID, sessionID, invocationID)
+			_, _ = CloseOrphansWith(context.WithoutCancel(ctx), t.cfg.Sessions, Orphans{
+				AppName: t.cfg.AppName, UserID: userID, SessionID: sessionID, InvocationID: invocationID,
+				MutatingTools: t.cfg.MutatingTools, DependencyOf: t.cfg.DependencyOf,
+			})
 		}
 	}()
 	var firstErr error

@@ -21,7 +21,7 @@ import (
 
 func TestNewTurnConfigErrors(t *testing.T) {
 	t.Parallel()
-	h := harness(t, func(agent.Context, struct{}) (map[string]any, error) { return nil, nil })
+	h, tools := harnessTools(t, func(agent.Context, struct{}) (map[string]any, error) { return nil, nil })
 	tests := []struct {
 		name    string
 		cfg     tooltimeout.TurnConfig
@@ -30,7 +30,12 @@ func TestNewTurnConfigErrors(t *testing.T) {
 		{"no runner", tooltimeout.TurnConfig{Timeout: time.Second}, "TurnConfig.Runner = nil: required"},
 		{"no timeout", tooltimeout.TurnConfig{Runner: h.Runner}, "TurnConfig.Timeout = 0s: must be at least 1ms"},
 		{"negative grace", tooltimeout.TurnConfig{Runner: h.Runner, Timeout: time.Second, Grace: -1}, "TurnConfig.Grace = -1ns"},
-		{"sessions without app", tooltimeout.TurnConfig{Runner: h.Runner, Timeout: time.Second, Sessions: h.Sessions}, `TurnConfig.AppName = "": required with Sessions`},
+		{"nothing to check", tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 10 * time.Second},
+			"TurnConfig.Tools and TurnConfig.Layers are both empty: give the agent's tools (or their Layers) so their timeouts can be checked against TurnConfig.Timeout 10s"},
+		{"turn shorter than a tool's timeout", tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 3 * time.Second,
+			Tools: append(tools, tooltimeout.MustWrap(tools[0], tooltimeout.Config{Timeout: 5 * time.Second}))},
+			`TurnConfig.Tools[1] (tool "work", timeout 5s) against TurnConfig.Timeout 3s: tooltimeout: layered timeouts do not fit: tool timeout 5s × 1 attempt = 5s, more than the turn budget 3s`},
+		{"sessions without app", tooltimeout.TurnConfig{Runner: h.Runner, Timeout: time.Second, Sessions: h.Sessions, Tools: []tool.Tool{}, Layers: []tooltimeout.Layers{{ToolTimeout: time.Millisecond}}}, `TurnConfig.AppName = "": required with Sessions`},
 		{"layers do not fit", tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 10 * time.Second,
 			Layers: []tooltimeout.Layers{{ToolTimeout: 4 * time.Second, Attempts: 3}}},
 			"TurnConfig.Layers[0]: tooltimeout: layered timeouts do not fit: tool timeout 4s × 3 attempts = 12s, more than the turn budget 10s"},
@@ -51,6 +56,12 @@ func TestNewTurnConfigErrors(t *testing.T) {
 
 // harness builds an agent whose model calls "work" once and then answers.
 func harness(t *testing.T, work func(agent.Context, struct{}) (map[string]any, error)) *breakertest.Harness {
+	h, _ := harnessTools(t, work)
+	return h
+}
+
+// harnessTools is harness that also returns the agent's tools, for TurnConfig.Tools.
+func harnessTools(t *testing.T, work func(agent.Context, struct{}) (map[string]any, error)) (*breakertest.Harness, []tool.Tool) {
 	t.Helper()
 	w, err := functiontool.New(functiontool.Config{Name: "work", Description: "Does work."}, work)
 	require.NoError(t, err)
@@ -58,19 +69,20 @@ func harness(t *testing.T, work func(agent.Context, struct{}) (map[string]any, e
 		Steps: []breakertest.Step{breakertest.Call("work", map[string]any{})},
 		Then:  func(breakertest.Request) breakertest.Step { return breakertest.Text("done") },
 	})
-	a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{w}})
+	tools := []tool.Tool{w}
+	a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: tools})
 	require.NoError(t, err)
-	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a})
+	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a}), tools
 }
 
 func TestTurnWithinItsBudget(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		h := harness(t, func(agent.Context, struct{}) (map[string]any, error) {
+		h, tools := harnessTools(t, func(agent.Context, struct{}) (map[string]any, error) {
 			time.Sleep(time.Second) // virtual time inside the bubble
 			return map[string]any{"ok": true}, nil
 		})
-		turn := tooltimeout.MustNewTurn(tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 10 * time.Second})
+		turn := tooltimeout.MustNewTurn(tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 10 * time.Second, Tools: tools})
 		ctx := context.Background()
 		sid, err := h.NewSession(ctx)
 		require.NoError(t, err)
@@ -86,11 +98,11 @@ func TestTurnWithinItsBudget(t *testing.T) {
 func TestTurnDeadlineWithAToolThatHonoursIt(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		h := harness(t, func(ctx agent.Context, _ struct{}) (map[string]any, error) {
+		h, tools := harnessTools(t, func(ctx agent.Context, _ struct{}) (map[string]any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
-		turn := tooltimeout.MustNewTurn(tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 10 * time.Second, Grace: time.Second,
+		turn := tooltimeout.MustNewTurn(tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 10 * time.Second, Tools: tools, Grace: time.Second,
 			Sessions: h.Sessions, AppName: "breakertest"})
 		ctx := context.Background()
 		sid, err := h.NewSession(ctx)
@@ -111,11 +123,11 @@ func TestTurnDeadlineWithAToolThatIgnoresIt(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		h := harness(t, func(agent.Context, struct{}) (map[string]any, error) {
+		h, tools := harnessTools(t, func(agent.Context, struct{}) (map[string]any, error) {
 			<-release
 			return map[string]any{"late": true}, nil
 		})
-		turn := tooltimeout.MustNewTurn(tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 10 * time.Second, Grace: time.Second,
+		turn := tooltimeout.MustNewTurn(tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 10 * time.Second, Tools: tools, Grace: time.Second,
 			Sessions: h.Sessions, AppName: "breakertest"})
 		ctx := context.Background()
 		sid, err := h.NewSession(ctx)
@@ -225,4 +237,49 @@ func nil2empty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// Issue 12h: the answer to a call cut by the turn deadline names the call's real
+// dependency, and tells the model "do not repeat" only for a tool with side effects.
+func TestCloseOrphansNamesTheDependencyAndSparesReadOnlyTools(t *testing.T) {
+	t.Parallel()
+	h := harness(t, func(agent.Context, struct{}) (map[string]any, error) { return nil, nil })
+	ctx := context.Background()
+	sid, err := h.NewSession(ctx)
+	require.NoError(t, err)
+	got, err := h.Sessions.Get(ctx, &session.GetRequest{AppName: "breakertest", UserID: "user", SessionID: sid})
+	require.NoError(t, err)
+	call := session.NewEvent(ctx, "inv-1")
+	call.Author = "root"
+	call.Content = &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+		{FunctionCall: &genai.FunctionCall{ID: "read", Name: "lookup_customer"}},
+		{FunctionCall: &genai.FunctionCall{ID: "write", Name: "charge_card"}},
+	}}
+	require.NoError(t, h.Sessions.AppendEvent(ctx, got.Session, call))
+	deps := map[string]string{"lookup_customer": "crm", "charge_card": "payments"}
+	closed, err := tooltimeout.CloseOrphansWith(ctx, h.Sessions, tooltimeout.Orphans{
+		AppName: "breakertest", UserID: "user", SessionID: sid, InvocationID: "inv-1",
+		MutatingTools: []string{"charge_card"},
+		DependencyOf:  func(tool string) (string, bool) { d, ok := deps[tool]; return d, ok },
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"read", "write"}, closed)
+	answers := map[string]map[string]any{}
+	got, err = h.Sessions.Get(ctx, &session.GetRequest{AppName: "breakertest", UserID: "user", SessionID: sid})
+	require.NoError(t, err)
+	for ev := range got.Session.Events().All() {
+		for _, p := range ev.Content.Parts {
+			if p.FunctionResponse != nil {
+				answers[p.FunctionResponse.ID] = p.FunctionResponse.Response
+			}
+		}
+	}
+	read, write := answers["read"], answers["write"]
+	require.Equal(t, "crm", read["dependency"])
+	require.Equal(t, payloads.TypeUnavailable, read["response_type"])
+	require.Equal(t, "deadline", read["error_class"])
+	require.NotContains(t, read["instruction"], "Do not repeat")
+	require.Equal(t, "payments", write["dependency"])
+	require.Equal(t, payloads.TypeOutcomeUnknown, write["response_type"])
+	require.Contains(t, write["instruction"], "Do not repeat")
 }

@@ -128,6 +128,9 @@ func (w *Tool) IsLongRunning() bool { return w.inner.IsLongRunning() }
 // Declaration returns the inner tool's declaration.
 func (w *Tool) Declaration() *genai.FunctionDeclaration { return w.inner.Declaration() }
 
+// Timeout returns the per-call timeout; 0 means none.
+func (w *Tool) Timeout() time.Duration { return w.timeout }
+
 // Unwrap returns the wrapped tool.
 func (w *Tool) Unwrap() tool.Tool { return w.inner }
 

@@ -20,7 +20,8 @@ func TestExampleRunsTheIncident(t *testing.T) {
 	require.Contains(t, got, "model: The customer system is down, so I can't look that up now.")
 	require.Contains(t, got, "[breaker crm: half_open -> closed: probe succeeded]")
 	require.NotContains(t, got, "ignore previous instructions", "upstream text never reaches the model")
-	require.Contains(t, got, "requests that reached the CRM: 5\n",
-		"1 healthy + 3 failing + the probe: the two short-circuited calls never left")
-	require.Equal(t, 1, strings.Count(got, "closed -> open"))
+	require.Contains(t, got, "lookup_customer -> error=HTTP 404 Not Found\n    model: There is no such customer.")
+	require.Contains(t, got, "requests that reached the CRM: 9\n",
+		"1 healthy + 3 failing + the probe + 4 lookups of a missing customer: the two short-circuited calls never left")
+	require.Equal(t, 1, strings.Count(got, "closed -> open"), "four 404s in a row open nothing")
 }

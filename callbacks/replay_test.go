@@ -1,0 +1,205 @@
+package callbacks_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/breakertest"
+	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/tooltimeout"
+)
+
+// The incident of the first design document: an enrichment API behind a breaker with
+// a 50% rate gate over a 20-call volume gate, a 30 s cooldown, a 5 s tool timeout and
+// a bulkhead of 20; about one turn a second; a nine-minute outage from 14:02 to 14:11.
+var (
+	replayStart    = time.Date(2026, 3, 1, 14, 0, 0, 0, time.UTC)
+	replayOnset    = replayStart.Add(2 * time.Minute)
+	replayRecovery = replayOnset.Add(9 * time.Minute)
+	replayEnd      = replayRecovery.Add(2 * time.Minute)
+)
+
+// replayPolicy is the document's breaker. The document counts "12 of the last 20
+// calls": a count window. Until the breaker has one (breaker.Policy.WindowCalls), the
+// replay uses a time window of 20 s, which at one turn a second holds about the last
+// 20 turns' calls. With the count window, replace the Window line with
+//
+//	WindowCalls: 20,
+var replayPolicy = breaker.Policy{
+	FailureRateThreshold: 0.5,
+	MinimumCalls:         20,
+	Window:               20 * time.Second,
+	Cooldown:             30 * time.Second,
+	Jitter:               -1, // one replica: nothing to spread; exact probe times
+	Version:              "incident-replay",
+}
+
+// replayMaxAttempts is how often the model tries a failing call in one turn: once,
+// and three re-issues (2,160 requests in nine minutes without a breaker).
+const replayMaxAttempts = 4
+
+// replayModel calls enrich_company and re-issues it while it fails, up to
+// replayMaxAttempts calls; an agentbreaker payload, or an answer, ends the turn.
+func replayModel() *breakertest.Model {
+	return breakertest.MustNewModel(breakertest.ModelConfig{DiscardRequests: false, Then: func(r breakertest.Request) breakertest.Step {
+		calls := 0
+		for _, c := range r.Contents {
+			for _, p := range c.Parts {
+				if p.FunctionCall != nil {
+					calls++
+				}
+			}
+		}
+		rs := r.FunctionResponses()
+		if len(rs) == 0 {
+			return breakertest.Call("enrich_company", map[string]any{"query": "acme"})
+		}
+		res := rs[0].Response
+		if _, failed := res["error"]; failed && calls < replayMaxAttempts {
+			return breakertest.Call("enrich_company", map[string]any{"query": "acme"}) // the model tries again
+		}
+		return breakertest.Text("Here is what I have on Acme.")
+	}})
+}
+
+// replayFigures are what one replay measured.
+type replayFigures struct {
+	tripAfterOnset    time.Duration   // first closed -> open, from the onset
+	probesPerCooldown []int64         // requests that reached the service in each half-open spell
+	closedAfter       time.Duration   // first half_open -> closed after recovery, from the recovery
+	duringOutage      int64           // requests that reached the service from onset to recovery
+	total             int64           // requests over the whole replay
+	transitions       []breaker.Event // every transition
+}
+
+// replayIncident runs one turn a second, each in a fresh session (a different user),
+// through adk-go's runner from replayStart to replayEnd against a local counting
+// server that answers 504 (a gateway in front of a provider that times out) during
+// the outage. Time is the fake clock's: the 5 s the failing calls would block a
+// worker are not waited for, so every turn starts on its second and the breaker sees
+// each outcome at the second its turn started.
+func replayIncident(t *testing.T, withPlugin bool, from, to time.Time) replayFigures {
+	t.Helper()
+	ctx := context.Background()
+	clk := clock.NewFake(from)
+	var mu sync.Mutex
+	var fig replayFigures
+	var spellStart int64
+	server := breakertest.NewServer(t)
+	deps := dependencymap.MustNew(dependencymap.Config{
+		Clock: clk,
+		Dependencies: map[string]dependencymap.Dependency{
+			"enrichment": {Tools: []string{"enrich_company"}, Policy: replayPolicy},
+		},
+		OnStateChange: []func(breaker.Event){func(e breaker.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			fig.transitions = append(fig.transitions, e)
+			switch {
+			case e.To == breaker.Open && e.From == breaker.Closed && fig.tripAfterOnset == 0:
+				fig.tripAfterOnset = e.At.Sub(replayOnset)
+			case e.To == breaker.HalfOpen:
+				spellStart = server.Requests()
+			case e.From == breaker.HalfOpen:
+				fig.probesPerCooldown = append(fig.probesPerCooldown, server.Requests()-spellStart)
+				if e.To == breaker.Closed && fig.closedAfter == 0 && !e.At.Before(replayRecovery) {
+					fig.closedAfter = e.At.Sub(replayRecovery)
+				}
+			}
+		}},
+	})
+	http5, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{Name: "enrich_company", URL: server.URL, TypedErrors: true})
+	require.NoError(t, err)
+	enrich := tooltimeout.MustWrap(http5, tooltimeout.Config{Timeout: 5 * time.Second})
+	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: replayModel(), Tools: []tool.Tool{enrich}})
+	require.NoError(t, err)
+	var plugins []*plugin.Plugin
+	if withPlugin {
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk, Bulkheads: map[string]int{"enrichment": 20}})
+		plugins = []*plugin.Plugin{cb.Plugin()}
+	}
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})
+	var atOnset, atRecovery int64
+	for now := from; now.Before(to); now = now.Add(time.Second) {
+		clk.Set(now)
+		switch {
+		case now.Equal(replayOnset):
+			atOnset = server.Requests()
+			server.Set(breakertest.Status(http.StatusGatewayTimeout))
+		case now.Equal(replayRecovery):
+			atRecovery = server.Requests()
+			server.Set(breakertest.OK(`{"employees": 420}`))
+		}
+		sid, err := h.NewSession(ctx)
+		require.NoError(t, err)
+		_, err = h.Run(ctx, sid, "Tell me about Acme.")
+		require.NoError(t, err)
+	}
+	if !to.After(replayRecovery) {
+		atRecovery = server.Requests()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fig.duringOutage = atRecovery - atOnset
+	fig.total = server.Requests()
+	return fig
+}
+
+// TestIncidentReplay replays the design document's incident through the real runner
+// and holds it to the document's goals. It prints its figures (go test -v -run
+// TestIncidentReplay ./callbacks/).
+func TestIncidentReplay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs about two thousand turns")
+	}
+	t.Parallel()
+	with := replayIncident(t, true, replayStart, replayEnd)
+	without := replayIncident(t, false, replayOnset, replayRecovery)
+	ratio := float64(without.duringOutage) / float64(max(with.duringOutage, 1))
+	probes := map[int64]int{}
+	for _, n := range with.probesPerCooldown {
+		probes[n]++
+	}
+	t.Logf("incident replay (%s):\n"+
+		"  tripped %s after the onset\n"+
+		"  requests per half-open spell: %v (spells: %d)\n"+
+		"  closed %s after the recovery\n"+
+		"  requests reaching the service during the outage: %d with the plugin, %d without (%.0fx fewer)\n"+
+		"  requests over the whole replay: %d",
+		windowName(replayPolicy), with.tripAfterOnset, probes, len(with.probesPerCooldown), with.closedAfter,
+		with.duringOutage, without.duringOutage, ratio, with.total)
+
+	require.Positive(t, with.tripAfterOnset, "the breaker tripped after the onset")
+	require.LessOrEqual(t, with.tripAfterOnset, time.Minute, "trip within 60 s of the onset")
+	require.Equal(t, map[int64]int{1: len(with.probesPerCooldown)}, probes, "exactly one probe per cooldown")
+	require.Positive(t, with.closedAfter, "closed after the recovery")
+	require.LessOrEqual(t, with.closedAfter, replayPolicy.Cooldown, "closed within one cooldown of the recovery")
+	require.LessOrEqual(t, with.duringOutage, int64(40), "at most 40 requests reach the service during the outage")
+	require.GreaterOrEqual(t, ratio, 50.0, "at least 50x fewer requests than without the plugin")
+	require.Equal(t, int64(540*replayMaxAttempts), without.duringOutage, "without the plugin every turn tries four times")
+	closings := 0
+	for _, e := range with.transitions {
+		if e.To == breaker.Closed {
+			closings++
+		}
+	}
+	require.Equal(t, 1, closings, "one trip, one recovery: no flapping")
+}
+
+// windowName describes the replay's window for its report. With the count window,
+// make it say fmt.Sprintf("count window of %d calls", p.WindowCalls).
+func windowName(p breaker.Policy) string {
+	return fmt.Sprintf("time window %s", p.Window)
+}
