@@ -185,7 +185,8 @@ func TestErrorAfterTheFinalResponse(t *testing.T) {
 }
 
 // Each route gets the request with its own model name and its own copies; the
-// caller's request is unchanged when the next route is tried.
+// caller's request is unchanged when the next route is tried. AttemptTimeout is not
+// turned into genai's HTTPOptions.Timeout, which would bound a whole stream.
 func TestEachAttemptGetsItsOwnRequest(t *testing.T) {
 	d := newDirect(t, func(c *modelfailover.Config) { c.AttemptTimeout = 5 * time.Second })
 	d.a.answer = func(int) []step {
@@ -201,7 +202,7 @@ func TestEachAttemptGetsItsOwnRequest(t *testing.T) {
 	ra, rb := d.a.reqs[0], d.b.reqs[0]
 	assert.Equal(t, pro, ra.Model)
 	assert.Equal(t, flash, rb.Model)
-	assert.Equal(t, 5*time.Second, *ra.Config.HTTPOptions.Timeout)
+	assert.Nil(t, ra.Config.HTTPOptions.Timeout)
 	assert.Equal(t, "1", rb.Config.HTTPOptions.Headers.Get("X-Keep"))
 	assert.Equal(t, "agent-name", req.Model)
 	assert.Nil(t, req.Config.HTTPOptions.Timeout)
