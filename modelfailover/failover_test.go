@@ -120,7 +120,7 @@ func TestRegionOutageFailsOverAndReturnsAfterOneProbe(t *testing.T) {
 			for i, want := range []map[string]any{
 				{"from": routeA, "to": routeB, "cause": "http_5xx", "breaker_state": "open",
 					"model": pro, "region": "europe-west1", "policy_version": "test-v1",
-					"reason": routeA + "'s breaker opened after failures (last: http_5xx, status 503)",
+					"reason":     routeA + "'s breaker opened after failures (last: http_5xx, status 503)",
 					"request_id": ev.RequestID},
 				{"from": routeB, "to": routeA, "cause": "probe_succeeded", "breaker_state": "closed",
 					"model": pro, "region": "us-central1", "policy_version": "test-v1"},
