@@ -93,13 +93,20 @@ type harnessConfig struct {
 	routes     []modelfailover.Route // defaults to one route per region
 	mutate     func(*modelfailover.Config)
 	agentCfg   func(*llmagent.Config)
+	// defaultPolicy gives the model breakers dependencymap's default model policy
+	// instead of testPolicy.
+	defaultPolicy bool
 }
 
 func newHarness(t *testing.T, hc harnessConfig) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: newTimerClock(), logs: &logBuffer{}, events: &eventLog{}, regions: hc.regions}
 	var err error
-	h.deps, err = dependencymap.New(dependencymap.Config{Clock: h.clock, ModelDefault: testPolicy})
+	policy := testPolicy
+	if hc.defaultPolicy {
+		policy = breaker.Policy{}
+	}
+	h.deps, err = dependencymap.New(dependencymap.Config{Clock: h.clock, ModelDefault: policy})
 	require.NoError(t, err)
 	routes := hc.routes
 	if routes == nil {
@@ -278,6 +285,12 @@ func (e *eventLog) ObserveCall(_ context.Context, c modelfailover.Call) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.calls = append(e.calls, c)
+}
+
+func (e *eventLog) observedList() []modelfailover.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]modelfailover.Event(nil), e.observed...)
 }
 
 func (e *eventLog) failovers() []modelfailover.Event {
