@@ -92,7 +92,7 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req
 			t.fail(r, c, err)
 			return false
 		}
-		f.finish(ctx, t, r, ServedFailed, c.Class, probe)
+		f.finish(ctx, t, r, failedOrAbandoned(ctx), c.Class, probe)
 		yield(nil, err)
 		return true
 	}
@@ -246,6 +246,15 @@ func (f *Failover) report(r *route, p *breaker.Permit, c classify.Classification
 		v = breaker.Failure
 	}
 	p.Report(breaker.Report{Verdict: v, RetryAfter: c.RetryAfter})
+}
+
+// failedOrAbandoned is how a call that ended in an error was served: abandoned
+// when the caller gave up (its context is done), else failed.
+func failedOrAbandoned(ctx context.Context) ServedBy {
+	if ctx.Err() != nil {
+		return ServedAbandoned
+	}
+	return ServedFailed
 }
 
 func servedBy(r *route) ServedBy {

@@ -215,7 +215,7 @@ func (f *Failover) AfterModel(ctx agent.Context, resp *model.LLMResponse, respEr
 	case respErr != nil:
 		c := f.classify(ctx, nil, respErr, pc.rec)
 		f.report(pc.r, &pc.p, c)
-		f.finish(ctx, pc.t, pc.r, ServedFailed, c.Class, pc.probe)
+		f.finish(ctx, pc.t, pc.r, failedOrAbandoned(ctx), c.Class, pc.probe)
 	case resp == nil:
 		pc.p.Ignore()
 		f.finish(ctx, pc.t, pc.r, ServedAbandoned, classify.ClassCanceled, pc.probe)
@@ -246,7 +246,7 @@ func (f *Failover) OnModelError(ctx agent.Context, req *model.LLMRequest, callEr
 	f.report(pc.r, &pc.p, c)
 	t := pc.t
 	if pc.yielded.Load() || c.Verdict != classify.Counts {
-		f.finish(ctx, t, pc.r, ServedFailed, c.Class, pc.probe)
+		f.finish(ctx, t, pc.r, failedOrAbandoned(ctx), c.Class, pc.probe)
 		return nil, nil
 	}
 	t.fail(pc.r, c, callErr)

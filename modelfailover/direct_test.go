@@ -119,7 +119,7 @@ func (d *directHarness) breakerA(t *testing.T) *breaker.Breaker {
 }
 
 // A consumer that stops reading gives the permit back at once, even with no
-// cancellation to tell the model.
+// cancellation to tell the model, and the call is reported as abandoned.
 func TestStoppingTheIteratorReleasesAProbe(t *testing.T) {
 	d := newDirect(t, nil)
 	d.a.answer = func(call int) []step {
@@ -144,6 +144,8 @@ func TestStoppingTheIteratorReleasesAProbe(t *testing.T) {
 	assert.Len(t, resps, 3)
 	assert.Equal(t, 4, d.a.calls(), "the probe slot was free again")
 	assert.Equal(t, breaker.Closed, d.breakerA(t).State())
+	// Issue 13f: the abandoned stream is one ObserveCall, like every model call.
+	assert.Equal(t, []string{"fallback:b", "fallback:b", "abandoned:a", "primary:a"}, d.obs.servedBy())
 }
 
 // A model that ends without a final response has failed: before any output the

@@ -196,3 +196,38 @@ func TestAttemptTimeoutCountsAndFailsOver(t *testing.T) {
 		})
 	}
 }
+
+// Issue 13e: an answer with nothing in it ("{}": no candidates, no prompt
+// feedback) is the endpoint's failure, decided from the answer itself: it counts
+// and the call fails over. A blocked prompt (TestRefusalsAreHealthyAndDoNotFailOver)
+// stays healthy.
+func TestEmptyAnswerCountsAndFailsOver(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		streaming bool
+		callbacks bool
+	}{
+		{name: "whole"}, {name: "streaming", streaming: true}, {name: "callbacks", callbacks: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := twoRegions(t)
+			hc := harnessConfig{regions: []*region{a, b}}
+			if tc.callbacks {
+				hc.agentModel = a.llm
+				hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
+			}
+			h := newHarness(t, hc)
+			require.NoError(t, a.server.SetReply(geminifake.Reply{Empty: true}))
+			res := h.turn(t.Context(), newSession(), tc.streaming)
+			require.NoError(t, res.err)
+			assert.Equal(t, []string{"answer from europe-west1"}, res.finals)
+			assert.Equal(t, routeB, res.last.CustomMetadata[modelfailover.MetaRoute])
+			assert.Equal(t, []int{1, 1}, h.counts())
+			assert.Equal(t, int64(1), h.breaker(a).Snapshot().Window.Failures, "nothing at all counts")
+			calls := h.events.callList()
+			require.Len(t, calls, 1)
+			assert.Equal(t, modelfailover.ServedFallback, calls[0].ServedBy)
+			assert.Equal(t, modelfailover.Cause("unclassified"), calls[0].FallbackCause)
+		})
+	}
+}
