@@ -3,10 +3,10 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 )
@@ -19,19 +19,9 @@ var ErrConfig = errors.New("admin: invalid configuration")
 // works as well, so a journal need not import this package.
 var ErrNotFound = errors.New("admin: not found")
 
-// ConfigError reports one invalid configuration value. It unwraps to [ErrConfig].
-type ConfigError struct {
-	Field   string
-	Value   any
-	Problem string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("admin: %s = %v: %s", e.Field, e.Value, e.Problem)
-}
-
-// Unwrap returns [ErrConfig].
-func (e *ConfigError) Unwrap() error { return ErrConfig }
+// ConfigError reports one invalid configuration value. It is the module-wide
+// [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
+type ConfigError = agentbreaker.ConfigError
 
 // MinTokenLength is the shortest token New accepts: a token short enough to guess is
 // no protection.

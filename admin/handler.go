@@ -34,15 +34,15 @@ var _ http.Handler = (*Handler)(nil)
 func New(cfg Config) (*Handler, error) {
 	switch {
 	case cfg.Token == "":
-		return nil, &ConfigError{Field: "Token", Value: `""`, Problem: "is required: the admin endpoint has no default token"}
+		return nil, &ConfigError{Package: "admin", Field: "Token", Value: `""`, Problem: "is required: the admin endpoint has no default token", Err: ErrConfig}
 	case len(cfg.Token) < MinTokenLength:
-		return nil, &ConfigError{Field: "Token", Value: fmt.Sprintf("<%d bytes>", len(cfg.Token)), Problem: fmt.Sprintf("must be at least %d bytes", MinTokenLength)}
+		return nil, &ConfigError{Package: "admin", Field: "Token", Value: fmt.Sprintf("<%d bytes>", len(cfg.Token)), Problem: fmt.Sprintf("must be at least %d bytes", MinTokenLength), Err: ErrConfig}
 	case strings.TrimSpace(cfg.Token) != cfg.Token || strings.ContainsAny(cfg.Token, " \t\r\n"):
-		return nil, &ConfigError{Field: "Token", Value: "<redacted>", Problem: "must not contain white space (it travels in an HTTP header)"}
+		return nil, &ConfigError{Package: "admin", Field: "Token", Value: "<redacted>", Problem: "must not contain white space (it travels in an HTTP header)", Err: ErrConfig}
 	case cfg.Breakers == nil:
-		return nil, &ConfigError{Field: "Breakers", Value: "nil", Problem: "is required"}
+		return nil, &ConfigError{Package: "admin", Field: "Breakers", Value: "nil", Problem: "is required", Err: ErrConfig}
 	case cfg.MaxBodyBytes < 0:
-		return nil, &ConfigError{Field: "MaxBodyBytes", Value: cfg.MaxBodyBytes, Problem: "must be positive"}
+		return nil, &ConfigError{Package: "admin", Field: "MaxBodyBytes", Value: cfg.MaxBodyBytes, Problem: "must be positive", Err: ErrConfig}
 	}
 	h := &Handler{
 		tokenSum:  sha256.Sum256([]byte(cfg.Token)),
@@ -63,7 +63,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	for i, o := range cfg.TrustedOrigins {
 		if err := h.origins.AddTrustedOrigin(o); err != nil {
-			return nil, &ConfigError{Field: fmt.Sprintf("TrustedOrigins[%d]", i), Value: o, Problem: err.Error()}
+			return nil, &ConfigError{Package: "admin", Field: fmt.Sprintf("TrustedOrigins[%d]", i), Value: o, Problem: err.Error(), Err: ErrConfig}
 		}
 	}
 	h.api = http.NewServeMux()

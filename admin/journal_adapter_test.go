@@ -7,11 +7,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/agentbreaker/agentbreaker/admin"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
+
+	"github.com/stretchr/testify/require"
 )
 
 // unknownIntent writes an intent, records an UNKNOWN outcome for it and returns it.
@@ -30,7 +31,7 @@ func unknownIntent(t *testing.T, j *journal.Journal, key string, amount int) jou
 func TestJournalAdapterOnARealJournal(t *testing.T) {
 	t.Parallel()
 	require.Nil(t, admin.JournalOf(nil))
-	j, err := journal.Open(context.Background(), journal.Config{Backend: journal.SQLite{Path: filepath.Join(t.TempDir(), "j.db")}})
+	j, err := journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })
 	first := unknownIntent(t, j, "key-1", 987654321)

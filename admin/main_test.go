@@ -3,10 +3,10 @@ package admin_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
 	// The system clock's coarse ticker stops by itself after a second without readers.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/agentbreaker/agentbreaker/clock.(*coarse).tick"))
+	leakcheck.Main(m)
 }

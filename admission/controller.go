@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
@@ -23,7 +24,7 @@ type Config struct {
 	// OnStateChange listeners (see the package example).
 	Map *dependencymap.Map
 	// Journal stores the queue durably. Required.
-	Journal *journal.Journal
+	Journal QueueStore
 	// MinQueuePriority: work below it is rejected while its dependency is open, with
 	// reason low_priority. Defaults to PriorityNormal.
 	MinQueuePriority Priority
@@ -68,7 +69,7 @@ type Controller struct {
 // New returns a Controller, or a *ConfigError naming the first invalid field.
 func New(cfg Config) (*Controller, error) {
 	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Field: field, Value: v, Problem: problem}
+		return &ConfigError{Package: "admission", Field: field, Value: v, Problem: problem}
 	}
 	switch {
 	case cfg.Map == nil:
@@ -157,16 +158,16 @@ type Work struct {
 func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 	d := Decision{Dependency: w.Dependency, Tool: w.Tool}
 	if w.MaxWait < 0 {
-		return d, &ConfigError{Field: "Work.MaxWait", Value: w.MaxWait, Problem: "must not be negative"}
+		return d, &ConfigError{Package: "admission", Field: "Work.MaxWait", Value: w.MaxWait, Problem: "must not be negative"}
 	}
 	if w.ReplayPolicy == "" {
 		w.ReplayPolicy = ReplayAuto
 	}
 	if w.ReplayPolicy != ReplayAuto && w.ReplayPolicy != ReplayHandOver {
-		return d, &ConfigError{Field: "Work.ReplayPolicy", Value: fmt.Sprintf("%q", w.ReplayPolicy), Problem: `must be "auto" or "hand_over"`}
+		return d, &ConfigError{Package: "admission", Field: "Work.ReplayPolicy", Value: fmt.Sprintf("%q", w.ReplayPolicy), Problem: `must be "auto" or "hand_over"`}
 	}
 	if w.ReplayPolicy == ReplayAuto && c.cfg.Replay == nil && w.MaxWait > 0 {
-		return d, &ConfigError{Field: "Config.Replay", Value: "nil", Problem: "is required to queue work with ReplayAuto"}
+		return d, &ConfigError{Package: "admission", Field: "Config.Replay", Value: "nil", Problem: "is required to queue work with ReplayAuto"}
 	}
 	if w.Dependency == "" {
 		d.Verdict, d.Reason = Admit, ReasonNoDependency
@@ -236,13 +237,17 @@ func available(s breaker.State, wait time.Duration) bool {
 	return false
 }
 
-// ConfigError reports one invalid configuration or input value.
-type ConfigError struct {
-	Field   string
-	Value   any
-	Problem string
+// ConfigError reports one invalid configuration value. It is the module-wide
+// [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
+type ConfigError = agentbreaker.ConfigError
+
+// QueueStore is what the controller needs from the durable queue: *journal.Journal
+// implements it. Each method must be safe for concurrent use.
+type QueueStore interface {
+	Enqueue(ctx context.Context, it journal.QueueItem, limit int) (journal.QueueItem, error)
+	Queued(ctx context.Context, dependency string, limit int, states ...journal.QueueState) ([]journal.QueueItem, error)
+	MoveQueued(ctx context.Context, id string, from, to journal.QueueState, reason string) (bool, error)
+	ExpireQueued(ctx context.Context, dependency string, now time.Time) ([]journal.QueueItem, error)
 }
 
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("admission: %s = %v: %s", e.Field, e.Value, e.Problem)
-}
+var _ QueueStore = (*journal.Journal)(nil)

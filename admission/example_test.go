@@ -12,6 +12,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
@@ -20,7 +21,7 @@ func Example() {
 	fc := clock.NewFake(time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC))
 	dir, _ := os.MkdirTemp("", "admission-example")
 	defer os.RemoveAll(dir)
-	j, _ := journal.Open(ctx, journal.Config{Backend: journal.SQLite{Path: filepath.Join(dir, "agent.db")}, Clock: fc})
+	j, _ := journal.Open(ctx, journal.Config{Backend: sqlite.Backend{Path: filepath.Join(dir, "agent.db")}, Clock: fc})
 	defer j.Close()
 
 	// The map is built first; its listener reaches the controller built after it.

@@ -12,7 +12,9 @@ import (
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/retry"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,7 +51,7 @@ func newRig(t *testing.T, mod func(*admission.Config)) *rig {
 		}},
 	})
 	r.crm, _ = r.m.Get("crm")
-	r.jcfg = journal.Config{Backend: journal.SQLite{Path: filepath.Join(t.TempDir(), "queue.db")}, Clock: r.clk}
+	r.jcfg = journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "queue.db")}, Clock: r.clk}
 	j, err := journal.Open(context.Background(), r.jcfg)
 	require.NoError(t, err)
 	r.j = j

@@ -84,7 +84,7 @@ type lease struct {
 // New returns a breaker, or a *ConfigError naming the first invalid field.
 func New(cfg Config) (*Breaker, error) {
 	if cfg.Name == "" {
-		return nil, &ConfigError{Field: "Name", Value: `""`, Problem: "is required"}
+		return nil, &ConfigError{Package: "breaker", Field: "Name", Value: `""`, Problem: "is required"}
 	}
 	p := cfg.Policy.WithDefaults()
 	if err := p.Validate(); err != nil {
@@ -92,7 +92,7 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	for i, l := range cfg.OnStateChange {
 		if l == nil {
-			return nil, &ConfigError{Field: fmt.Sprintf("OnStateChange[%d]", i), Value: "nil", Problem: "listener is nil"}
+			return nil, &ConfigError{Package: "breaker", Field: fmt.Sprintf("OnStateChange[%d]", i), Value: "nil", Problem: "listener is nil"}
 		}
 	}
 	b := &Breaker{

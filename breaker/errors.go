@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker"
 )
 
 // ErrOpen is the sentinel every rejection unwraps to: the breaker is open, forced open,
@@ -54,13 +56,6 @@ func (e *OpenError) RetryAfter() time.Duration {
 // (see the classify package's LocalRejection).
 func (e *OpenError) RejectedLocally() string { return "breaker_open" }
 
-// ConfigError reports one invalid configuration value.
-type ConfigError struct {
-	Field   string // for example "Policy.Window"
-	Value   any    // the value that was given
-	Problem string // what is wrong with it, in words
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("breaker: %s = %v: %s", e.Field, e.Value, e.Problem)
-}
+// ConfigError reports one invalid configuration value. It is the module-wide
+// [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
+type ConfigError = agentbreaker.ConfigError

@@ -3,11 +3,11 @@ package breaker
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
 )
 
 // TestMain fails the package's tests if any goroutine outlives them, except the coarse
 // clock's ticker, which stops by itself a second after its last reader.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/agentbreaker/agentbreaker/clock.(*coarse).tick"))
+	leakcheck.Main(m)
 }

@@ -124,7 +124,7 @@ func (p Policy) WithDefaults() Policy {
 // the first field that is out of range.
 func (p Policy) Validate() error {
 	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Field: "Policy." + field, Value: v, Problem: problem}
+		return &ConfigError{Package: "breaker", Field: "Policy." + field, Value: v, Problem: problem}
 	}
 	rate := func(v float64) bool { return v > 0 && v <= 1 && !math.IsNaN(v) }
 	switch {

@@ -1,14 +1,12 @@
 package callbacks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
-
-	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/agent/llmagent"
 
 	"github.com/agentbreaker/agentbreaker/admission"
 	"github.com/agentbreaker/agentbreaker/classify"
@@ -19,6 +17,9 @@ import (
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
+
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
 )
 
 // ErrNoDependencies is returned by New when Config.Dependencies is nil.
@@ -79,7 +80,7 @@ type Config struct {
 	// retry.Config.Journal = Journal.ForRetry() so that every attempt's intent is
 	// durable before its tool runs. Defaults to nil: an UNKNOWN outcome of a mutating
 	// tool ends its operation unreconciled.
-	Journal *journal.Journal
+	Journal Journal
 	// ConfirmUnknownReplays lets the user, rather than only an operator, decide whether
 	// a call of a tool in MutatingTools is sent again after an earlier attempt of it
 	// ended with an UNKNOWN outcome that nobody has settled. Instead of only answering
@@ -246,3 +247,16 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	return cfg, nil
 }
+
+// Journal is what the plugin needs from the dispatch-intent journal: the argument hash
+// the journal stores, the unresolved intents of one tool and arguments, approval of
+// an intent, and reconciliation. *journal.Journal implements it; the interface keeps
+// the plugin from depending on how (or whether) the journal is stored.
+type Journal interface {
+	HashArgs(args map[string]any) (hash string, canonical []byte, err error)
+	Unresolved(ctx context.Context, tool, argsHash string) ([]journal.Intent, error)
+	Approve(ctx context.Context, id string) error
+	Reconciler() retry.Reconciler
+}
+
+var _ Journal = (*journal.Journal)(nil)

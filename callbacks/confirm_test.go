@@ -11,19 +11,20 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/tool"
-	"google.golang.org/adk/v2/tool/toolconfirmation"
-	"google.golang.org/genai"
-
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/toolconfirmation"
+	"google.golang.org/genai"
 )
 
 // replayServer is a real local payments service that honours idempotency keys: the
@@ -157,7 +158,7 @@ func TestConfirmUnknownReplay(t *testing.T) {
 				cfg:  callbacks.Config{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: true},
 				prepare: func(f *fixture, cfg *callbacks.Config) {
 					var err error
-					j, err = journal.Open(context.Background(), journal.Config{Backend: journal.SQLite{Path: path}, Clock: f.clk})
+					j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.clk})
 					require.NoError(t, err)
 					t.Cleanup(func() { _ = j.Close() })
 					r = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk})

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
@@ -24,10 +24,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// The coarse clock's ticker runs while something reads it and stops on its own.
-		goleak.IgnoreTopFunction("github.com/agentbreaker/agentbreaker/clock.(*coarse).tick"),
-	)
+	leakcheck.Main(m)
 }
 
 // events records every event the callbacks emit.

@@ -7,17 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/tool"
-
 	"github.com/agentbreaker/agentbreaker/admission"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
 )
 
 // TestQueuedUntilAnswerThroughTheRunner: with the CRM's breaker open, a call of a tool
@@ -33,7 +34,7 @@ func TestQueuedUntilAnswerThroughTheRunner(t *testing.T) {
 	}
 	update := fnTool(t, "update_customer", handler)
 	lookup := fnTool(t, "lookup_customer", handler)
-	j, err := journal.Open(context.Background(), journal.Config{Backend: journal.SQLite{Path: filepath.Join(t.TempDir(), "q.db")}})
+	j, err := journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "q.db")}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })
 	args := map[string]any{"id": 42, "tier": "gold"}

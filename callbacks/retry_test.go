@@ -15,19 +15,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-	"google.golang.org/adk/v2/agent"
-	"google.golang.org/adk/v2/plugin"
-	"google.golang.org/adk/v2/tool"
-
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/tool"
 )
 
 // dropServer is a real local dependency. POST /charge applies a charge (remembered by
@@ -195,7 +196,7 @@ func TestRetryUnknownMutationJournaledNotRetriedAndSettledAfterRestart(t *testin
 		cfg:  callbacks.Config{MutatingTools: []string{"charge"}},
 		prepare: func(f *fixture, cfg *callbacks.Config) {
 			var err error
-			j1, err = journal.Open(context.Background(), journal.Config{Backend: journal.SQLite{Path: path}, Clock: f.clk})
+			j1, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.clk})
 			require.NoError(t, err)
 			r = retry.MustNew(retry.Config{Journal: j1.ForRetry(), Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add}})
 			cfg.Retry, cfg.Journal = r, j1
@@ -241,7 +242,7 @@ func TestRetryUnknownMutationJournaledNotRetriedAndSettledAfterRestart(t *testin
 	require.NoError(t, j1.Close()) // the process stops
 
 	f.clk.Advance(5 * time.Minute)
-	j2, err := journal.Open(t.Context(), journal.Config{Backend: journal.SQLite{Path: path}, Clock: f.clk,
+	j2, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.clk,
 		Lookups: map[string]journal.StatusLookup{"payments": srv.statusLookup}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j2.Close() })
@@ -333,7 +334,7 @@ func TestRetryConfigErrors(t *testing.T) {
 	t.Parallel()
 	deps := dependencymap.MustNew(dependencymap.Config{})
 	dir := t.TempDir()
-	j, err := journal.Open(t.Context(), journal.Config{Backend: journal.SQLite{Path: filepath.Join(dir, "j.db")}})
+	j, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(dir, "j.db")}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Journal: j})

@@ -93,19 +93,19 @@ func (c *Config) setDefaults() error {
 	}
 	c.Clock = clock.OrSystem(c.Clock)
 	if c.Timeout < 0 || c.Timeout > 24*time.Hour {
-		return &ConfigError{Field: "Timeout", Value: c.Timeout, Problem: "must be between 0 (none) and 24h"}
+		return &ConfigError{Package: "httptransport", Field: "Timeout", Value: c.Timeout, Problem: "must be between 0 (none) and 24h"}
 	}
 	if h := c.IdempotencyHeader; h != "-" && (strings.ContainsAny(h, " \t\r\n:") || http.CanonicalHeaderKey(h) == "") {
-		return &ConfigError{Field: "IdempotencyHeader", Value: fmt.Sprintf("%q", h), Problem: "is not a valid header name"}
+		return &ConfigError{Package: "httptransport", Field: "IdempotencyHeader", Value: fmt.Sprintf("%q", h), Problem: "is not a valid header name"}
 	}
 	for key, b := range c.Bulkheads {
 		if b == nil {
-			return &ConfigError{Field: fmt.Sprintf("Bulkheads[%q]", key), Value: "nil", Problem: "bulkhead is nil"}
+			return &ConfigError{Package: "httptransport", Field: fmt.Sprintf("Bulkheads[%q]", key), Value: "nil", Problem: "bulkhead is nil"}
 		}
 	}
 	for i, h := range c.OnResult {
 		if h == nil {
-			return &ConfigError{Field: fmt.Sprintf("OnResult[%d]", i), Value: "nil", Problem: "hook is nil"}
+			return &ConfigError{Package: "httptransport", Field: fmt.Sprintf("OnResult[%d]", i), Value: "nil", Problem: "hook is nil"}
 		}
 	}
 	return nil

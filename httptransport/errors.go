@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 )
 
@@ -55,13 +56,6 @@ func (e *bulkheadFull) Error() string {
 func (e *bulkheadFull) Unwrap() error           { return e.err }
 func (e *bulkheadFull) RejectedLocally() string { return string(classify.ClassBulkheadFull) }
 
-// ConfigError reports one invalid configuration value.
-type ConfigError struct {
-	Field   string
-	Value   any
-	Problem string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("httptransport: %s = %v: %s", e.Field, e.Value, e.Problem)
-}
+// ConfigError reports one invalid configuration value. It is the module-wide
+// [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
+type ConfigError = agentbreaker.ConfigError

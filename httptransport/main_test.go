@@ -3,11 +3,11 @@ package httptransport_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
 )
 
 // The clock package's coarse ticker is process-wide and stops itself after a second
 // without readers; it is not a leak of the code under test.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/agentbreaker/agentbreaker/clock.(*coarse).tick"))
+	leakcheck.Main(m)
 }

@@ -183,7 +183,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		Context: req.Context(), StatusCode: resp.StatusCode, Header: resp.Header, Now: cfg.Clock.Now(),
 	})
 	rec.c = c
-	permit.Report(retry.ReportFor(c))
+	permit.Report(c.BreakerReport())
 	if resp.Body == nil {
 		finish()
 	} else {
@@ -222,7 +222,7 @@ func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err er
 		c.Verdict = classify.Counts
 	}
 	if permit != nil {
-		permit.Report(retry.ReportFor(c))
+		permit.Report(c.BreakerReport())
 	}
 	res.Classification = c
 	res.Err = err

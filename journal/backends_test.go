@@ -12,6 +12,9 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/postgres"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
@@ -37,10 +40,10 @@ var backends = []backend{
 	{
 		name: "sqlite",
 		config: func(t testing.TB) journal.Config {
-			return journal.Config{Backend: journal.SQLite{Path: filepath.Join(t.TempDir(), "journal.db")}}
+			return journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "journal.db")}}
 		},
 		raw: func(t testing.TB, cfg journal.Config, stmt string, args ...any) {
-			db, err := sql.Open("sqlite", cfg.Backend.(journal.SQLite).Path)
+			db, err := sql.Open("sqlite", cfg.Backend.(sqlite.Backend).Path)
 			require.NoError(t, err)
 			defer db.Close()
 			_, err = db.Exec(stmt, args...)
@@ -52,7 +55,7 @@ var backends = []backend{
 		config: func(t testing.TB) journal.Config {
 			prefix := uniquePrefix()
 			t.Cleanup(func() { dropPrefix(t, prefix) })
-			return journal.Config{Backend: journal.Postgres{DSN: postgresDSN()}, Prefix: prefix}
+			return journal.Config{Backend: postgres.Backend{DSN: postgresDSN()}, Prefix: prefix}
 		},
 		raw: func(t testing.TB, cfg journal.Config, stmt string, args ...any) {
 			c, err := pgx.Connect(context.Background(), postgresDSN())

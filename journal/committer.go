@@ -5,13 +5,15 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+
+	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 )
 
 // write is one unit of work for the committer: an intent to insert (batched into
 // multi-row inserts), or a function run inside the batch's transaction.
 type write struct {
 	insert *Intent
-	apply  func(ctx context.Context, q querier) error
+	apply  func(ctx context.Context, q store.Querier) error
 	done   chan error
 }
 
@@ -83,7 +85,7 @@ func (j *Journal) Stats() Stats {
 func (j *Journal) commitTx(batch []*write) error {
 	ctx, cancel := context.WithTimeout(context.Background(), j.cfg.WriteTimeout)
 	defer cancel()
-	err := j.store.tx(ctx, func(q querier) error {
+	err := j.store.Tx(ctx, func(q store.Querier) error {
 		var rows []*Intent
 		for _, w := range batch {
 			if w.insert != nil {
@@ -115,7 +117,7 @@ func (j *Journal) commitTx(batch []*write) error {
 // maxRowsPerInsert keeps a statement's parameters under SQLite's and PostgreSQL's limits.
 const maxRowsPerInsert = 500
 
-func (j *Journal) insertIntents(ctx context.Context, q querier, rows []*Intent) error {
+func (j *Journal) insertIntents(ctx context.Context, q store.Querier, rows []*Intent) error {
 	for len(rows) > 0 {
 		n := min(len(rows), maxRowsPerInsert)
 		var sb strings.Builder
@@ -135,7 +137,7 @@ func (j *Journal) insertIntents(ctx context.Context, q querier, rows []*Intent) 
 			sb.WriteByte(')')
 			args = append(args, in.values()...)
 		}
-		if _, err := q.exec(ctx, sb.String(), args...); err != nil {
+		if _, err := q.Exec(ctx, sb.String(), args...); err != nil {
 			return err
 		}
 		rows = rows[n:]

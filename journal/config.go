@@ -5,48 +5,28 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 )
 
-// Backend says where the journal keeps its records: [SQLite] or [Postgres]. Both hold
-// the same schema.
+// Backend says where the journal keeps its records: sqlite.Backend (package
+// journal/sqlite) or postgres.Backend (package journal/postgres). Both hold the same
+// schema. The drivers live in those packages, so a program links only the one it
+// imports, and a program that takes a journal without opening one links neither.
 type Backend interface {
-	open(ctx context.Context, prefix string) (store, error)
-	defaultGrace() time.Duration
-}
-
-// SQLite is the embedded backend: one database file, opened with modernc.org/sqlite
-// (pure Go, no cgo) in WAL mode with synchronous=FULL, so a commit is on disk when it
-// returns. One process should own the file.
-type SQLite struct {
-	// Path is the database file; it is created when missing. Required; it must not
-	// contain '?', which would start the driver's parameters.
-	Path string
-	// BusyTimeout is how long a write waits for another connection's lock.
-	// Defaults to 10s.
-	BusyTimeout time.Duration
-	// MaxConns caps open connections (one writes at a time; the others read).
-	// Defaults to 4.
-	MaxConns int
-}
-
-// Postgres is the backend for fleets: several processes share one database, with
-// github.com/jackc/pgx. A commit is as durable as the server's synchronous_commit makes
-// it (on by default).
-type Postgres struct {
-	// DSN is a pgx connection string, such as
-	// "postgres://user@host:5432/db?sslmode=disable". Required.
-	DSN string
-	// MaxConns caps the connections used for reads; writes use one more. Defaults to 4.
-	MaxConns int
+	// Validate checks the backend's own fields without doing I/O.
+	Validate() error
+	// Open connects to the database. prefix is the journal's table prefix.
+	Open(ctx context.Context, prefix string) (store.Store, error)
+	// DefaultGrace is Config.InFlightGrace when that is zero.
+	DefaultGrace() time.Duration
 }
 
 // Config configures a Journal.
 type Config struct {
-	// Backend is SQLite{...} or Postgres{...}. Required.
+	// Backend is sqlite.Backend{...} or postgres.Backend{...}. Required.
 	Backend Backend
 	// Prefix starts the name of every table, so that several journals (or tests) can
 	// share a database: lower-case letters, digits and '_', starting with a letter, at
@@ -65,7 +45,8 @@ type Config struct {
 	Lookups map[string]StatusLookup
 	// InFlightGrace keeps Reconcile away from intents another process wrote this
 	// recently and has not finished: that process may still be waiting for the answer.
-	// Defaults to 0 for SQLite (one process owns the file) and 2m for Postgres.
+	// Defaults to the backend's DefaultGrace: 0 for SQLite (one process owns the
+	// file) and 2m for PostgreSQL.
 	// Negative means 0.
 	InFlightGrace time.Duration
 	// MaxBatch caps how many writes are committed together. From 1 to 10000.
@@ -87,30 +68,13 @@ var prefixPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,29}$`)
 
 func (c *Config) setDefaults() error {
 	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Field: field, Value: v, Problem: problem}
+		return &ConfigError{Package: "journal", Field: field, Value: v, Problem: problem}
 	}
 	if c.Backend == nil {
-		return bad("Backend", "nil", "is required: journal.SQLite{Path: ...} or journal.Postgres{DSN: ...}")
+		return bad("Backend", "nil", "is required: sqlite.Backend{Path: ...} or postgres.Backend{DSN: ...}")
 	}
-	switch b := c.Backend.(type) {
-	case SQLite:
-		switch {
-		case b.Path == "":
-			return bad("Backend.Path", `""`, "is required")
-		case strings.Contains(b.Path, "?"):
-			return bad("Backend.Path", fmt.Sprintf("%q", b.Path), "must not contain '?'")
-		case b.BusyTimeout < 0:
-			return bad("Backend.BusyTimeout", b.BusyTimeout, "must not be negative")
-		case b.MaxConns < 0:
-			return bad("Backend.MaxConns", b.MaxConns, "must not be negative")
-		}
-	case Postgres:
-		switch {
-		case b.DSN == "":
-			return bad("Backend.DSN", `""`, "is required")
-		case b.MaxConns < 0:
-			return bad("Backend.MaxConns", b.MaxConns, "must not be negative")
-		}
+	if err := c.Backend.Validate(); err != nil {
+		return err
 	}
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix
@@ -124,7 +88,7 @@ func (c *Config) setDefaults() error {
 		}
 	}
 	if c.InFlightGrace == 0 {
-		c.InFlightGrace = c.Backend.defaultGrace()
+		c.InFlightGrace = c.Backend.DefaultGrace()
 	}
 	c.InFlightGrace = max(0, c.InFlightGrace)
 	if c.MaxBatch == 0 {

@@ -10,6 +10,9 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/postgres"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -282,14 +285,14 @@ func TestOpenValidates(t *testing.T) {
 		wantErr string
 	}{
 		{"no backend", journal.Config{}, "journal: Backend = nil: is required"},
-		{"no path", journal.Config{Backend: journal.SQLite{}}, `Backend.Path = "": is required`},
-		{"path with query", journal.Config{Backend: journal.SQLite{Path: "a?b"}}, `Backend.Path = "a?b": must not contain '?'`},
-		{"no dsn", journal.Config{Backend: journal.Postgres{}}, `Backend.DSN = "": is required`},
-		{"bad prefix", journal.Config{Backend: journal.SQLite{Path: "x"}, Prefix: "Bad-Prefix"}, `Prefix = "Bad-Prefix"`},
-		{"nil lookup", journal.Config{Backend: journal.SQLite{Path: "x"}, Lookups: map[string]journal.StatusLookup{"crm": nil}}, `Lookups["crm"] = nil`},
-		{"batch", journal.Config{Backend: journal.SQLite{Path: "x"}, MaxBatch: 20000}, "MaxBatch = 20000"},
-		{"write timeout", journal.Config{Backend: journal.SQLite{Path: "x"}, WriteTimeout: -time.Second}, "WriteTimeout = -1s"},
-		{"bad dsn", journal.Config{Backend: journal.Postgres{DSN: "postgres://%zz"}}, "journal: postgres: Backend.DSN"},
+		{"no path", journal.Config{Backend: sqlite.Backend{}}, `Backend.Path = "": is required`},
+		{"path with query", journal.Config{Backend: sqlite.Backend{Path: "a?b"}}, `Backend.Path = "a?b": must not contain '?'`},
+		{"no dsn", journal.Config{Backend: postgres.Backend{}}, `Backend.DSN = "": is required`},
+		{"bad prefix", journal.Config{Backend: sqlite.Backend{Path: "x"}, Prefix: "Bad-Prefix"}, `Prefix = "Bad-Prefix"`},
+		{"nil lookup", journal.Config{Backend: sqlite.Backend{Path: "x"}, Lookups: map[string]journal.StatusLookup{"crm": nil}}, `Lookups["crm"] = nil`},
+		{"batch", journal.Config{Backend: sqlite.Backend{Path: "x"}, MaxBatch: 20000}, "MaxBatch = 20000"},
+		{"write timeout", journal.Config{Backend: sqlite.Backend{Path: "x"}, WriteTimeout: -time.Second}, "WriteTimeout = -1s"},
+		{"bad dsn", journal.Config{Backend: postgres.Backend{DSN: "postgres://%zz"}}, "journal/postgres: Backend.DSN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,9 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/postgres"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,9 +75,9 @@ func crashOutcome(seq int) (classify.Classification, journal.State) {
 func crashConfig(kind, target, prefix string) journal.Config {
 	cfg := journal.Config{Prefix: prefix, StoreArguments: true}
 	if kind == "sqlite" {
-		cfg.Backend = journal.SQLite{Path: target}
+		cfg.Backend = sqlite.Backend{Path: target}
 	} else {
-		cfg.Backend = journal.Postgres{DSN: target}
+		cfg.Backend = postgres.Backend{DSN: target}
 	}
 	return cfg
 }
@@ -231,9 +234,9 @@ func crashTarget(t *testing.T, b backend) (journal.Config, string) {
 	cfg := b.config(t)
 	kind, target := "sqlite", ""
 	switch be := cfg.Backend.(type) {
-	case journal.SQLite:
+	case sqlite.Backend:
 		target = be.Path
-	case journal.Postgres:
+	case postgres.Backend:
 		kind, target = "postgres", be.DSN
 	}
 	if cfg.Prefix == "" {

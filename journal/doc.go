@@ -29,9 +29,10 @@
 //
 // # Backends
 //
-// One schema, two backends: [SQLite], an embedded file (pure Go, WAL mode,
-// synchronous=FULL), the default for one process; and [Postgres], for fleets sharing
-// a database. The schema is versioned ([SchemaVersion]); Open applies missing
+// One schema, two backends, each in a package of its own so that a program links
+// only the driver it uses: journal/sqlite, an embedded file (pure Go, WAL mode,
+// synchronous=FULL) for one process; and journal/postgres, for fleets sharing a
+// database. The schema is versioned ([SchemaVersion]); Open applies missing
 // migrations, each in one transaction, serialised between processes, and refuses
 // tables written by a newer build. Config.Prefix names the tables, so several
 // journals can share a database.

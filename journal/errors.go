@@ -3,6 +3,8 @@ package journal
 import (
 	"errors"
 	"fmt"
+
+	"github.com/agentbreaker/agentbreaker"
 )
 
 var (
@@ -36,13 +38,6 @@ func (e *StateError) Error() string {
 // Unwrap returns ErrState.
 func (e *StateError) Unwrap() error { return ErrState }
 
-// ConfigError reports one invalid configuration or input value.
-type ConfigError struct {
-	Field   string
-	Value   any
-	Problem string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("journal: %s = %v: %s", e.Field, e.Value, e.Problem)
-}
+// ConfigError reports one invalid configuration value. It is the module-wide
+// [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
+type ConfigError = agentbreaker.ConfigError

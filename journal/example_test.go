@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
@@ -15,7 +16,7 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "journal-example")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	cfg := journal.Config{Backend: journal.SQLite{Path: filepath.Join(dir, "agent.db")}}
+	cfg := journal.Config{Backend: sqlite.Backend{Path: filepath.Join(dir, "agent.db")}}
 
 	// A process records its intent, sends the call, and dies before the answer.
 	j, err := journal.Open(ctx, cfg)
@@ -51,7 +52,7 @@ func ExampleJournal_Approve() {
 	dir, _ := os.MkdirTemp("", "journal-example")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	j, _ := journal.Open(ctx, journal.Config{Backend: journal.SQLite{Path: filepath.Join(dir, "agent.db")}})
+	j, _ := journal.Open(ctx, journal.Config{Backend: sqlite.Backend{Path: filepath.Join(dir, "agent.db")}})
 	defer j.Close()
 
 	in, _ := j.Intend(ctx, journal.Dispatch{RequestID: "r", IdempotencyKey: "k", Dependency: "mail", Tool: "send_email", Attempt: 1})

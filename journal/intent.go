@@ -62,7 +62,7 @@ func stateOf(o classify.Outcome) (State, error) {
 	case classify.Unknown:
 		return StateUnknown, nil
 	}
-	return "", &ConfigError{Field: "Classification.Outcome", Value: o, Problem: "is not an outcome"}
+	return "", &ConfigError{Package: "journal", Field: "Classification.Outcome", Value: o, Problem: "is not an outcome"}
 }
 
 // Dispatch describes one attempt about to be sent.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
@@ -23,7 +24,7 @@ import (
 // are group-committed by one committer.
 type Journal struct {
 	cfg   Config
-	store store
+	store store.Store
 	p     string // table prefix
 	owner string
 
@@ -46,12 +47,12 @@ func Open(ctx context.Context, cfg Config) (*Journal, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	s, err := cfg.Backend.open(ctx, cfg.Prefix)
+	s, err := cfg.Backend.Open(ctx, cfg.Prefix)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := migrate(ctx, s, cfg.Prefix, cfg.Clock.Now().UnixMicro()); err != nil {
-		s.close()
+		s.Close()
 		return nil, fmt.Errorf("journal: migrating tables %q: %w", cfg.Prefix, err)
 	}
 	j := &Journal{
@@ -80,7 +81,7 @@ func (j *Journal) Close() error {
 	j.closeMu.Unlock()
 	close(j.stop)
 	<-j.loopDone
-	return j.store.close()
+	return j.store.Close()
 }
 
 // Owner identifies this Journal instance in the intents it writes.
@@ -116,7 +117,7 @@ func (j *Journal) Intend(ctx context.Context, d Dispatch) (Intent, error) {
 	}
 	hash, canonical, err := j.HashArgs(d.Args)
 	if err != nil {
-		return Intent{}, &ConfigError{Field: "Dispatch.Args", Value: fmt.Sprintf("%d argument(s) of tool %q", len(d.Args), d.Tool), Problem: err.Error()}
+		return Intent{}, &ConfigError{Package: "journal", Field: "Dispatch.Args", Value: fmt.Sprintf("%d argument(s) of tool %q", len(d.Args), d.Tool), Problem: err.Error()}
 	}
 	now, _ := j.micros()
 	in := Intent{
@@ -153,14 +154,14 @@ func checkDispatch(d Dispatch) error {
 	}
 	for _, r := range required {
 		if r.v == "" {
-			return &ConfigError{Field: r.field, Value: `""`, Problem: "is required"}
+			return &ConfigError{Package: "journal", Field: r.field, Value: `""`, Problem: "is required"}
 		}
 		if len(r.v) > 512 {
-			return &ConfigError{Field: r.field, Value: fmt.Sprintf("%.40q…", r.v), Problem: "is longer than 512 bytes"}
+			return &ConfigError{Package: "journal", Field: r.field, Value: fmt.Sprintf("%.40q…", r.v), Problem: "is longer than 512 bytes"}
 		}
 	}
 	if d.Attempt < 1 {
-		return &ConfigError{Field: "Dispatch.Attempt", Value: d.Attempt, Problem: "must be at least 1"}
+		return &ConfigError{Package: "journal", Field: "Dispatch.Attempt", Value: d.Attempt, Problem: "must be at least 1"}
 	}
 	return nil
 }
@@ -174,9 +175,9 @@ func (j *Journal) Finish(ctx context.Context, id string, c classify.Classificati
 	}
 	_, now := j.micros()
 	var n int64
-	err = j.submit(ctx, &write{apply: func(ctx context.Context, q querier) error {
+	err = j.submit(ctx, &write{apply: func(ctx context.Context, q store.Querier) error {
 		var err error
-		n, err = q.exec(ctx, `UPDATE `+j.p+`intents SET state = $1, outcome = $2, error_class = $3, updated_at = $4
+		n, err = q.Exec(ctx, `UPDATE `+j.p+`intents SET state = $1, outcome = $2, error_class = $3, updated_at = $4
 			WHERE id = $5 AND state = $6`, string(state), c.Outcome.String(), string(c.Class), now, id, string(StateOpen))
 		return err
 	}})
@@ -266,8 +267,8 @@ func (j *Journal) selectIntents(ctx context.Context, where string, args ...any) 
 		return nil, ErrClosed
 	}
 	var out []Intent
-	err := j.store.read(ctx, func(q querier) error {
-		return q.query(ctx, `SELECT `+intentCols+` FROM `+j.p+`intents `+where, args, func(scan func(...any) error) error {
+	err := j.store.Read(ctx, func(q store.Querier) error {
+		return q.Query(ctx, `SELECT `+intentCols+` FROM `+j.p+`intents `+where, args, func(scan func(...any) error) error {
 			in, err := scanIntent(scan)
 			if err != nil {
 				return err

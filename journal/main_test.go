@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
@@ -12,5 +12,5 @@ func TestMain(m *testing.M) {
 		crashChild() // the crash test's child process: writes until it is killed
 		return
 	}
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/agentbreaker/agentbreaker/clock.(*coarse).tick"))
+	leakcheck.Main(m)
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 )
 
 // QueueState is where a queued item stands.
@@ -93,9 +95,9 @@ func replayOrder(a, b QueueItem) int {
 func (j *Journal) Enqueue(ctx context.Context, it QueueItem, limit int) (QueueItem, error) {
 	switch {
 	case it.Dependency == "":
-		return it, &ConfigError{Field: "QueueItem.Dependency", Value: `""`, Problem: "is required"}
+		return it, &ConfigError{Package: "journal", Field: "QueueItem.Dependency", Value: `""`, Problem: "is required"}
 	case it.ExpiresAt.IsZero():
-		return it, &ConfigError{Field: "QueueItem.ExpiresAt", Value: "zero", Problem: "is required: a queue without expiry becomes a second outage"}
+		return it, &ConfigError{Package: "journal", Field: "QueueItem.ExpiresAt", Value: "zero", Problem: "is required: a queue without expiry becomes a second outage"}
 	}
 	now, nowUs := j.micros()
 	if it.ID == "" {
@@ -107,15 +109,15 @@ func (j *Journal) Enqueue(ctx context.Context, it QueueItem, limit int) (QueueIt
 	it.CreatedAt = time.UnixMicro(it.CreatedAt.UnixMicro()).UTC()
 	it.ExpiresAt = time.UnixMicro(it.ExpiresAt.UnixMicro()).UTC()
 	if !it.ExpiresAt.After(it.CreatedAt) {
-		return it, &ConfigError{Field: "QueueItem.ExpiresAt", Value: it.ExpiresAt.Format(time.RFC3339), Problem: "must be after CreatedAt " + it.CreatedAt.Format(time.RFC3339)}
+		return it, &ConfigError{Package: "journal", Field: "QueueItem.ExpiresAt", Value: it.ExpiresAt.Format(time.RFC3339), Problem: "must be after CreatedAt " + it.CreatedAt.Format(time.RFC3339)}
 	}
 	it.State, it.Reason, it.UpdatedAt = QueueWaiting, "", now
 	full := false
-	err := j.submit(ctx, &write{apply: func(ctx context.Context, q querier) error {
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q store.Querier) error {
 		full = false
 		if limit > 0 {
 			var n int64
-			if err := q.query(ctx, `SELECT COUNT(*) FROM `+j.p+`queue WHERE dependency = $1 AND state = $2`,
+			if err := q.Query(ctx, `SELECT COUNT(*) FROM `+j.p+`queue WHERE dependency = $1 AND state = $2`,
 				[]any{it.Dependency, string(QueueWaiting)}, func(scan func(...any) error) error { return scan(&n) }); err != nil {
 				return err
 			}
@@ -124,7 +126,7 @@ func (j *Journal) Enqueue(ctx context.Context, it QueueItem, limit int) (QueueIt
 				return nil
 			}
 		}
-		_, err := q.exec(ctx, `INSERT INTO `+j.p+`queue (`+queueCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		_, err := q.Exec(ctx, `INSERT INTO `+j.p+`queue (`+queueCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			it.ID, it.Dependency, it.Tool, it.RequestID, it.IdempotencyKey, int64(it.Priority), it.CreatedAt.UnixMicro(),
 			it.ExpiresAt.UnixMicro(), it.ReplayPolicy, it.Payload, string(it.State), it.Reason, nowUs)
 		return err
@@ -165,8 +167,8 @@ func (j *Journal) Queued(ctx context.Context, dependency string, limit int, stat
 		where += fmt.Sprintf(" LIMIT %d", limit)
 	}
 	var out []QueueItem
-	err := j.store.read(ctx, func(q querier) error {
-		return q.query(ctx, `SELECT `+queueCols+` FROM `+j.p+`queue `+where, args, func(scan func(...any) error) error {
+	err := j.store.Read(ctx, func(q store.Querier) error {
+		return q.Query(ctx, `SELECT `+queueCols+` FROM `+j.p+`queue `+where, args, func(scan func(...any) error) error {
 			it, err := scanQueueItem(scan)
 			out = append(out, it)
 			return err
@@ -184,8 +186,8 @@ func (j *Journal) CountQueued(ctx context.Context, dependency string) (int, erro
 		return 0, ErrClosed
 	}
 	var n int64
-	err := j.store.read(ctx, func(q querier) error {
-		return q.query(ctx, `SELECT COUNT(*) FROM `+j.p+`queue WHERE dependency = $1 AND state = $2`,
+	err := j.store.Read(ctx, func(q store.Querier) error {
+		return q.Query(ctx, `SELECT COUNT(*) FROM `+j.p+`queue WHERE dependency = $1 AND state = $2`,
 			[]any{dependency, string(QueueWaiting)}, func(scan func(...any) error) error { return scan(&n) })
 	})
 	if err != nil {
@@ -200,9 +202,9 @@ func (j *Journal) CountQueued(ctx context.Context, dependency string) (int, erro
 func (j *Journal) MoveQueued(ctx context.Context, id string, from, to QueueState, reason string) (bool, error) {
 	_, now := j.micros()
 	var n int64
-	err := j.submit(ctx, &write{apply: func(ctx context.Context, q querier) error {
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q store.Querier) error {
 		var err error
-		n, err = q.exec(ctx, `UPDATE `+j.p+`queue SET state = $1, reason = $2, updated_at = $3 WHERE id = $4 AND state = $5`,
+		n, err = q.Exec(ctx, `UPDATE `+j.p+`queue SET state = $1, reason = $2, updated_at = $3 WHERE id = $4 AND state = $5`,
 			string(to), reason, now, id, string(from))
 		return err
 	}})
@@ -219,7 +221,7 @@ func (j *Journal) ExpireQueued(ctx context.Context, dependency string, now time.
 	cut := now.UnixMicro()
 	reason := "expired at " + now.UTC().Format(time.RFC3339) + " before its dependency recovered"
 	var out []QueueItem
-	err := j.submit(ctx, &write{apply: func(ctx context.Context, q querier) error {
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q store.Querier) error {
 		out = out[:0]
 		sql := `UPDATE ` + j.p + `queue SET state = $1, reason = $2, updated_at = $3 WHERE state = $4 AND expires_at <= $5`
 		args := []any{string(QueueExpired), reason, stamp, string(QueueWaiting), cut}
@@ -227,7 +229,7 @@ func (j *Journal) ExpireQueued(ctx context.Context, dependency string, now time.
 			sql += ` AND dependency = $6`
 			args = append(args, dependency)
 		}
-		return q.query(ctx, sql+` RETURNING `+queueCols, args, func(scan func(...any) error) error {
+		return q.Query(ctx, sql+` RETURNING `+queueCols, args, func(scan func(...any) error) error {
 			it, err := scanQueueItem(scan)
 			out = append(out, it)
 			return err

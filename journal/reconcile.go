@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 )
 
 // Status is what a dependency says about one call.
@@ -134,9 +136,9 @@ func (j *Journal) move(ctx context.Context, id, op string, to State, note string
 		args = append(args, string(s))
 		marks[i] = fmt.Sprintf("$%d", len(args))
 	}
-	err := j.submit(ctx, &write{apply: func(ctx context.Context, q querier) error {
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q store.Querier) error {
 		var err error
-		n, err = q.exec(ctx, `UPDATE `+j.p+`intents SET state = $1, note = $2, updated_at = $3
+		n, err = q.Exec(ctx, `UPDATE `+j.p+`intents SET state = $1, note = $2, updated_at = $3
 			WHERE id = $4 AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
 		return err
 	}})
@@ -191,8 +193,8 @@ func (j *Journal) Backlog(ctx context.Context) (n int, oldest time.Time, err err
 		return 0, time.Time{}, ErrClosed
 	}
 	var count, min int64
-	err = j.store.read(ctx, func(q querier) error {
-		return q.query(ctx, `SELECT COUNT(*), COALESCE(MIN(created_at), 0) FROM `+j.p+`intents WHERE state IN ($1, $2)`,
+	err = j.store.Read(ctx, func(q store.Querier) error {
+		return q.Query(ctx, `SELECT COUNT(*), COALESCE(MIN(created_at), 0) FROM `+j.p+`intents WHERE state IN ($1, $2)`,
 			[]any{string(StateUnknown), string(StateAwaitingOperator)}, func(scan func(...any) error) error { return scan(&count, &min) })
 	})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+
+	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 )
 
 // migration is one numbered step of the schema. Steps are applied in order, each
@@ -12,11 +14,11 @@ import (
 type migration struct {
 	version int64
 	name    string
-	stmts   func(d dialect, p string) []string
+	stmts   func(d store.Dialect, p string) []string
 }
 
 var migrations = []migration{
-	{1, "dispatch intents", func(d dialect, p string) []string {
+	{1, "dispatch intents", func(d store.Dialect, p string) []string {
 		return []string{
 			`CREATE TABLE ` + p + `intents (
 				id TEXT PRIMARY KEY,
@@ -25,7 +27,7 @@ var migrations = []migration{
 				dependency TEXT NOT NULL,
 				tool TEXT NOT NULL,
 				args_hash TEXT NOT NULL,
-				args ` + d.blob + `,
+				args ` + d.Blob + `,
 				attempt BIGINT NOT NULL,
 				policy_version TEXT NOT NULL,
 				created_at BIGINT NOT NULL,
@@ -42,7 +44,7 @@ var migrations = []migration{
 			`CREATE INDEX ` + p + `intents_key ON ` + p + `intents (idempotency_key)`,
 		}
 	}},
-	{2, "admission queue", func(d dialect, p string) []string {
+	{2, "admission queue", func(d store.Dialect, p string) []string {
 		return []string{
 			`CREATE TABLE ` + p + `queue (
 				id TEXT PRIMARY KEY,
@@ -54,7 +56,7 @@ var migrations = []migration{
 				created_at BIGINT NOT NULL,
 				expires_at BIGINT NOT NULL,
 				replay_policy TEXT NOT NULL,
-				payload ` + d.blob + `,
+				payload ` + d.Blob + `,
 				state TEXT NOT NULL,
 				reason TEXT NOT NULL,
 				updated_at BIGINT NOT NULL
@@ -70,20 +72,20 @@ func SchemaVersion() int64 { return migrations[len(migrations)-1].version }
 
 // migrate brings the schema up to date. Concurrent migrators are serialised: SQLite by
 // its write lock, PostgreSQL by an advisory lock keyed by the prefix.
-func migrate(ctx context.Context, s store, prefix string, nowMicros int64) (from int64, err error) {
-	d := s.dialect()
-	err = s.tx(ctx, func(q querier) error {
-		if d.lock != "" {
-			if _, err := q.exec(ctx, d.lock, lockID(prefix)); err != nil {
+func migrate(ctx context.Context, s store.Store, prefix string, nowMicros int64) (from int64, err error) {
+	d := s.Dialect()
+	err = s.Tx(ctx, func(q store.Querier) error {
+		if d.Lock != "" {
+			if _, err := q.Exec(ctx, d.Lock, lockID(prefix)); err != nil {
 				return err
 			}
 		}
-		if _, err := q.exec(ctx, `CREATE TABLE IF NOT EXISTS `+prefix+`schema_migrations (
+		if _, err := q.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+prefix+`schema_migrations (
 			version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
 			return err
 		}
 		from = 0
-		if err := q.query(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+prefix+`schema_migrations`, nil,
+		if err := q.Query(ctx, `SELECT COALESCE(MAX(version), 0) FROM `+prefix+`schema_migrations`, nil,
 			func(scan func(...any) error) error { return scan(&from) }); err != nil {
 			return err
 		}
@@ -96,11 +98,11 @@ func migrate(ctx context.Context, s store, prefix string, nowMicros int64) (from
 				continue
 			}
 			for _, stmt := range m.stmts(d, prefix) {
-				if _, err := q.exec(ctx, stmt); err != nil {
+				if _, err := q.Exec(ctx, stmt); err != nil {
 					return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 				}
 			}
-			if _, err := q.exec(ctx, `INSERT INTO `+prefix+`schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+			if _, err := q.Exec(ctx, `INSERT INTO `+prefix+`schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
 				m.version, m.name, nowMicros); err != nil {
 				return err
 			}

@@ -6,11 +6,11 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/adk/v2/model"
-
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+
+	"google.golang.org/adk/v2/model"
 )
 
 // Route is one model endpoint: a model served from one region. Its LLM is called
@@ -115,7 +115,7 @@ const (
 
 func (cfg *Config) withDefaults() error {
 	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Field: field, Value: v, Problem: problem}
+		return &ConfigError{Package: "modelfailover", Field: field, Value: fmt.Sprintf("%#v", v), Problem: problem, Err: ErrInvalidConfig}
 	}
 	if len(cfg.Routes) == 0 {
 		return bad("Routes", cfg.Routes, "at least one route is required")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 )
 
@@ -26,19 +27,9 @@ var (
 	ErrNoPrimaryModel = errors.New("modelfailover: Routes[0].LLM is nil: the failover model needs the primary's model.LLM (or use the callbacks with the agent's own model)")
 )
 
-// ConfigError reports one invalid configuration value.
-type ConfigError struct {
-	Field   string // for example "Routes[1].Model"
-	Value   any    // the value that was given
-	Problem string // what is wrong with it, in words
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("modelfailover: %s = %#v: %s", e.Field, e.Value, e.Problem)
-}
-
-// Unwrap returns [ErrInvalidConfig].
-func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+// ConfigError reports one invalid configuration value. It is the module-wide
+// [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
+type ConfigError = agentbreaker.ConfigError
 
 // AttemptError is one failed attempt of a call.
 type AttemptError struct {

@@ -57,7 +57,7 @@ func (a *Attempt) Finish(ctx context.Context, c classify.Classification, err err
 	r := run.r
 	now := r.clk.Now()
 	if a.hasPermit {
-		a.permit.Report(ReportFor(c))
+		a.permit.Report(c.BreakerReport())
 	}
 	var jerr error
 	if a.info.IntentID != "" {

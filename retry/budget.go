@@ -56,7 +56,7 @@ func (c BudgetConfig) withDefaults() BudgetConfig {
 
 func (c BudgetConfig) validate() error {
 	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Field: "Budget." + field, Value: v, Problem: problem}
+		return &ConfigError{Package: "retry", Field: "Budget." + field, Value: v, Problem: problem}
 	}
 	switch {
 	case !(c.Ratio > 0 && c.Ratio <= 1):
@@ -222,7 +222,7 @@ func (bs *Budgets) For(dependency string) (*Budget, error) {
 		return b, nil
 	}
 	if dependency == "" {
-		return nil, &ConfigError{Field: "Operation.Dependency", Value: `""`, Problem: "is required"}
+		return nil, &ConfigError{Package: "retry", Field: "Operation.Dependency", Value: `""`, Problem: "is required"}
 	}
 	bs.mu.Lock()
 	defer bs.mu.Unlock()

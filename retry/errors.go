@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker"
 )
 
 // ErrStopped is the sentinel every [*StopError] unwraps to: the orchestrator refused to
@@ -49,13 +51,6 @@ func (e *StopError) Unwrap() []error {
 	return []error{ErrStopped, e.Err}
 }
 
-// ConfigError reports one invalid configuration value.
-type ConfigError struct {
-	Field   string // for example "Policy.MaxAttempts"
-	Value   any    // the value that was given
-	Problem string // what is wrong with it
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("retry: %s = %v: %s", e.Field, e.Value, e.Problem)
-}
+// ConfigError reports one invalid configuration value. It is the module-wide
+// [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
+type ConfigError = agentbreaker.ConfigError

@@ -55,7 +55,7 @@ func (p Policy) WithDefaults() Policy {
 // the first field out of range; field is prefixed to the field name ("Policy.").
 func (p Policy) validate(field string) error {
 	bad := func(name string, v any, problem string) error {
-		return &ConfigError{Field: field + name, Value: v, Problem: problem}
+		return &ConfigError{Package: "retry", Field: field + name, Value: v, Problem: problem}
 	}
 	switch {
 	case p.MaxAttempts < 1 || p.MaxAttempts > 100:

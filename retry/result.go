@@ -145,17 +145,8 @@ type Result struct {
 	IdempotencyKey string
 }
 
-// ReportFor maps a classification to the report its breaker needs: Healthy is a
-// success, Counts a failure, Neutral is ignored; the server's stated delay goes along.
-func ReportFor(c classify.Classification) breaker.Report {
-	r := breaker.Report{RetryAfter: c.RetryAfter}
-	switch c.Verdict {
-	case classify.Healthy:
-		r.Verdict = breaker.Success
-	case classify.Counts:
-		r.Verdict = breaker.Failure
-	default:
-		r.Verdict = breaker.Ignore
-	}
-	return r
-}
+// ReportFor maps a classification to the report its breaker needs.
+//
+// Deprecated: use [classify.Classification.BreakerReport], or [classify.Execute] to
+// allow, run, classify and report in one call.
+func ReportFor(c classify.Classification) breaker.Report { return c.BreakerReport() }

@@ -72,7 +72,7 @@ func New(cfg Config) (*Retrier, error) {
 	}
 	for i, h := range cfg.OnAttempt {
 		if h == nil {
-			return nil, &ConfigError{Field: fmt.Sprintf("OnAttempt[%d]", i), Value: "nil", Problem: "hook is nil"}
+			return nil, &ConfigError{Package: "retry", Field: fmt.Sprintf("OnAttempt[%d]", i), Value: "nil", Problem: "hook is nil"}
 		}
 	}
 	if cfg.MaxOperationsPerInvocation == 0 {
@@ -82,10 +82,10 @@ func New(cfg Config) (*Retrier, error) {
 		cfg.MaxInvocations = 100000
 	}
 	if cfg.MaxOperationsPerInvocation < 0 {
-		return nil, &ConfigError{Field: "MaxOperationsPerInvocation", Value: cfg.MaxOperationsPerInvocation, Problem: "must be positive"}
+		return nil, &ConfigError{Package: "retry", Field: "MaxOperationsPerInvocation", Value: cfg.MaxOperationsPerInvocation, Problem: "must be positive"}
 	}
 	if cfg.MaxInvocations < 0 {
-		return nil, &ConfigError{Field: "MaxInvocations", Value: cfg.MaxInvocations, Problem: "must be positive"}
+		return nil, &ConfigError{Package: "retry", Field: "MaxInvocations", Value: cfg.MaxInvocations, Problem: "must be positive"}
 	}
 	r := &Retrier{
 		cfg:     cfg,
@@ -163,7 +163,7 @@ func (r *Retrier) Start(op Operation) (*Run, error) {
 		return nil, err
 	}
 	if op.Dependency == "" {
-		return nil, &ConfigError{Field: "Operation.Dependency", Value: `""`, Problem: "is required"}
+		return nil, &ConfigError{Package: "retry", Field: "Operation.Dependency", Value: `""`, Problem: "is required"}
 	}
 	budget, err := r.budgets.For(op.Dependency)
 	if err != nil {
@@ -171,7 +171,7 @@ func (r *Retrier) Start(op Operation) (*Run, error) {
 	}
 	hash, err := ArgsHash(op.Args)
 	if err != nil {
-		return nil, &ConfigError{Field: "Operation.Args", Value: fmt.Sprintf("%d argument(s) of tool %q", len(op.Args), op.Tool), Problem: err.Error()}
+		return nil, &ConfigError{Package: "retry", Field: "Operation.Args", Value: fmt.Sprintf("%d argument(s) of tool %q", len(op.Args), op.Tool), Problem: err.Error()}
 	}
 	if op.Key == "" {
 		op.Key = keyOf(op.Tool, hash)

@@ -17,12 +17,12 @@ import "fmt"
 // operations.
 func (r *Retrier) Track(invocationID string, op Operation) (run *Run, reissue bool, err error) {
 	if invocationID == "" {
-		return nil, false, &ConfigError{Field: "invocationID", Value: `""`, Problem: "is required"}
+		return nil, false, &ConfigError{Package: "retry", Field: "invocationID", Value: `""`, Problem: "is required"}
 	}
 	if op.Key == "" {
 		k, err := OperationKey(op.Tool, op.Args)
 		if err != nil {
-			return nil, false, &ConfigError{Field: "Operation.Args", Value: fmt.Sprintf("%d argument(s)", len(op.Args)), Problem: err.Error()}
+			return nil, false, &ConfigError{Package: "retry", Field: "Operation.Args", Value: fmt.Sprintf("%d argument(s)", len(op.Args)), Problem: err.Error()}
 		}
 		op.Key = k
 	}

@@ -7,28 +7,19 @@ import (
 	"math"
 	"slices"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ErrConfig is the sentinel every configuration error unwraps to.
 var ErrConfig = errors.New("telemetry: invalid configuration")
 
-// ConfigError reports one invalid configuration value. It unwraps to [ErrConfig].
-type ConfigError struct {
-	Field   string // for example "MaxLabelValues"
-	Value   any    // the value that was given
-	Problem string // what is wrong with it
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("telemetry: %s = %v: %s", e.Field, e.Value, e.Problem)
-}
-
-// Unwrap returns [ErrConfig].
-func (e *ConfigError) Unwrap() error { return ErrConfig }
+// ConfigError reports one invalid configuration value. It is the module-wide
+// [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
+type ConfigError = agentbreaker.ConfigError
 
 // BreakerSource lists breakers whose state is read at scrape time and looks one up by
 // name. *dependencymap.Map implements it. Implementations must be safe for concurrent
@@ -73,7 +64,7 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Registerer == nil {
-		return c, &ConfigError{Field: "Registerer", Value: "nil", Problem: "is required (the global registry is never used implicitly)"}
+		return c, &ConfigError{Package: "telemetry", Field: "Registerer", Value: "nil", Problem: "is required (the global registry is never used implicitly)", Err: ErrConfig}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -83,17 +74,17 @@ func (c Config) withDefaults() (Config, error) {
 	case c.MaxLabelValues == 0:
 		c.MaxLabelValues = DefaultMaxLabelValues
 	case c.MaxLabelValues < 0:
-		return c, &ConfigError{Field: "MaxLabelValues", Value: c.MaxLabelValues, Problem: "must be positive"}
+		return c, &ConfigError{Package: "telemetry", Field: "MaxLabelValues", Value: c.MaxLabelValues, Problem: "must be positive", Err: ErrConfig}
 	}
 	if c.DurationBuckets == nil {
 		c.DurationBuckets = DefaultDurationBuckets
 	}
 	if len(c.DurationBuckets) == 0 {
-		return c, &ConfigError{Field: "DurationBuckets", Value: "[]", Problem: "must hold at least one bound"}
+		return c, &ConfigError{Package: "telemetry", Field: "DurationBuckets", Value: "[]", Problem: "must hold at least one bound", Err: ErrConfig}
 	}
 	for i, b := range c.DurationBuckets {
 		if !(b > 0) || math.IsInf(b, 0) || (i > 0 && b <= c.DurationBuckets[i-1]) {
-			return c, &ConfigError{Field: fmt.Sprintf("DurationBuckets[%d]", i), Value: b, Problem: "must be positive, finite and larger than the bound before it"}
+			return c, &ConfigError{Package: "telemetry", Field: fmt.Sprintf("DurationBuckets[%d]", i), Value: b, Problem: "must be positive, finite and larger than the bound before it", Err: ErrConfig}
 		}
 	}
 	c.DurationBuckets = slices.Clone(c.DurationBuckets)

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/stretchr/testify/require"
-
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/telemetry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
 )
 
 func TestConfigErrors(t *testing.T) {
@@ -83,7 +83,10 @@ func TestNilTelemetryIsANoOp(t *testing.T) {
 
 func TestErrorsNameTheField(t *testing.T) {
 	t.Parallel()
-	err := &telemetry.ConfigError{Field: "MaxLabelValues", Value: -3, Problem: "must be positive"}
+	_, err := telemetry.New(telemetry.Config{Registerer: prometheus.NewRegistry(), MaxLabelValues: -3})
 	require.True(t, errors.Is(err, telemetry.ErrConfig))
+	var ce *telemetry.ConfigError
+	require.True(t, errors.As(err, &ce))
+	require.Equal(t, "MaxLabelValues", ce.Field)
 	require.True(t, strings.HasPrefix(err.Error(), "telemetry: MaxLabelValues = -3"))
 }

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/telemetry"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestRetryHookCountsBudgetExhaustion runs real operations through a Retrier whose
@@ -65,7 +66,7 @@ func TestWatchJournalFeedsTheGauges(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	jc := clock.NewFake(start.Add(-10 * time.Minute))
-	j, err := journal.Open(t.Context(), journal.Config{Backend: journal.SQLite{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: jc})
+	j, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: jc})
 	require.NoError(t, err)
 
 	// One reading straight into the Telemetry: nothing waits yet.
@@ -111,7 +112,7 @@ agentbreaker_journal_oldest_pending_age_seconds 600
 func TestWatchJournalStopsWithItsContextAndChecksConfig(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	j, err := journal.Open(t.Context(), journal.Config{Backend: journal.SQLite{Path: filepath.Join(t.TempDir(), "j.db")}})
+	j, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })
 

@@ -3,7 +3,7 @@ package tooltimeout_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }

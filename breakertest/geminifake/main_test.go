@@ -3,11 +3,11 @@ package geminifake_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
 )
 
 // Every test must leave no goroutine behind: held requests, streams and servers
 // all end with the test.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/agentbreaker/agentbreaker/clock.(*coarse).tick"))
+	leakcheck.Main(m)
 }

@@ -1,4 +1,4 @@
-package journal
+package sqlite
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 // TestSQLiteIsDurable checks the settings durability rests on, on every connection of
 // the pool: WAL mode, synchronous=FULL (2) and a busy timeout.
 func TestSQLiteIsDurable(t *testing.T) {
-	j, err := Open(context.Background(), Config{Backend: SQLite{Path: filepath.Join(t.TempDir(), "j.db"), MaxConns: 3}})
+	s, err := Backend{Path: filepath.Join(t.TempDir(), "j.db"), MaxConns: 3}.Open(context.Background(), "")
 	require.NoError(t, err)
-	defer j.Close()
-	db := j.store.(*sqliteStore).db
+	defer s.Close()
+	db := s.(*Store).DB()
 	// Hold three connections at once so that each one is checked, not one reused three times.
 	var wg sync.WaitGroup
 	var mu sync.Mutex

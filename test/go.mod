@@ -1,0 +1,5 @@
+module github.com/agentbreaker/agentbreaker/test
+
+go 1.26.5
+
+replace github.com/agentbreaker/agentbreaker => ../
