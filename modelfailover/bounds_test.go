@@ -50,7 +50,14 @@ func TestHealthyStreamIsNotCutByAttemptTimeout(t *testing.T) {
 	items := streamTurn(h, "count")
 	<-gate.Arrived()
 	h.clock.waitArmed(1) // the first-response timer
-	texts := stepChunks(t, h, gate, items, 5, 200*time.Millisecond, 1)
+	texts := stepChunks(t, h, gate, items, 4, 200*time.Millisecond, 1)
+	// The fifth chunk ends the stream: the final response follows it at once, so
+	// there is no gap timer to wait for.
+	h.clock.Advance(200 * time.Millisecond)
+	require.NoError(t, gate.Step(t.Context()))
+	it := <-items
+	require.NoError(t, it.err)
+	texts = append(texts, it.text)
 	assert.Equal(t, []string{"one ", "two ", "three ", "four ", "five"}, texts)
 	last := <-items
 	require.NoError(t, last.err)
