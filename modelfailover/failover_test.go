@@ -130,6 +130,12 @@ func TestRegionOutageFailsOverAndReturnsAfterOneProbe(t *testing.T) {
 				}
 			}
 			assert.Equal(t, "model failover: back on the primary route", warns[1]["msg"])
+			// Nothing the endpoint wrote ("geminifake us-central1: service
+			// unavailable") reaches a record, at any level.
+			h.logs.mu.Lock()
+			assert.NotContains(t, h.logs.buf.String(), "service unavailable")
+			assert.Contains(t, h.logs.buf.String(), `"msg":"model failover: attempt failed"`)
+			h.logs.mu.Unlock()
 		})
 	}
 }
