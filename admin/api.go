@@ -30,6 +30,14 @@ type BreakerStatus struct {
 	FailedProbes      int       `json:"failed_probes"`
 	ProbesInFlight    int       `json:"probes_in_flight"`
 	Tools             []string  `json:"tools"`
+	// DownSince is when the breaker stopped admitting calls (open, half-open or forced
+	// open), and OpenForSeconds how long ago that was; zero while it admits calls.
+	// Failed probes do not restart it. Without a History it is the last opening.
+	DownSince      time.Time `json:"down_since,omitzero"`
+	OpenForSeconds float64   `json:"open_for_seconds"`
+	// Transitions are the breaker's recent state changes, newest first (with a
+	// History; empty without one).
+	Transitions []Transition `json:"transitions"`
 }
 
 // State is the document GET /api/state returns.
@@ -39,6 +47,12 @@ type State struct {
 	Bulkheads         []BulkheadStatus `json:"bulkheads"`
 	Routes            []RouteStatus    `json:"routes"`
 	JournalConfigured bool             `json:"journal_configured"`
+	// The parts the page shows only when they are configured.
+	BulkheadsConfigured bool `json:"bulkheads_configured"`
+	RoutesConfigured    bool `json:"routes_configured"`
+	HistoryConfigured   bool `json:"history_configured"`
+	// RefreshSeconds is how often the page reloads this document (Config.Refresh).
+	RefreshSeconds float64 `json:"refresh_seconds"`
 }
 
 // ActionResult is what a successful POST returns.
@@ -50,7 +64,7 @@ type ActionResult struct {
 	Intent string `json:"intent,omitempty"`
 }
 
-func (h *Handler) status(b *breaker.Breaker) BreakerStatus {
+func (h *Handler) status(b *breaker.Breaker, now time.Time) BreakerStatus {
 	s := b.Snapshot()
 	st := BreakerStatus{
 		Name:              s.Name,
@@ -65,6 +79,19 @@ func (h *Handler) status(b *breaker.Breaker) BreakerStatus {
 		FailedProbes:      s.FailedProbes,
 		ProbesInFlight:    s.ProbesInFlight,
 		Tools:             []string{},
+		Transitions:       []Transition{},
+	}
+	if !s.State.Admits() {
+		recent, since := h.history.Recent(s.Name)
+		if since.IsZero() && (s.State == breaker.Open || s.State == breaker.HalfOpen) {
+			since = s.OpenedAt // no history, or it missed the opening
+		}
+		if !since.IsZero() {
+			st.DownSince, st.OpenForSeconds = since, max(0, now.Sub(since).Seconds())
+		}
+		st.Transitions = append(st.Transitions, recent...)
+	} else if recent, _ := h.history.Recent(s.Name); recent != nil {
+		st.Transitions = recent
 	}
 	if t, ok := h.breakers.(interface{ Tools(string) []string }); ok {
 		if tools := t.Tools(s.Name); tools != nil {
@@ -75,15 +102,20 @@ func (h *Handler) status(b *breaker.Breaker) BreakerStatus {
 }
 
 func (h *Handler) state(w http.ResponseWriter, _ *http.Request) {
+	now := h.clk.Now()
 	doc := State{
-		Time:              h.clk.Now(),
-		Breakers:          []BreakerStatus{},
-		Bulkheads:         []BulkheadStatus{},
-		Routes:            []RouteStatus{},
-		JournalConfigured: h.journal != nil,
+		Time:                now,
+		Breakers:            []BreakerStatus{},
+		Bulkheads:           []BulkheadStatus{},
+		Routes:              []RouteStatus{},
+		JournalConfigured:   h.journal != nil,
+		BulkheadsConfigured: h.bulkheads != nil,
+		RoutesConfigured:    h.routes != nil,
+		HistoryConfigured:   h.history != nil,
+		RefreshSeconds:      h.refresh.Seconds(),
 	}
 	for _, b := range h.breakers.Breakers() {
-		doc.Breakers = append(doc.Breakers, h.status(b))
+		doc.Breakers = append(doc.Breakers, h.status(b, now))
 	}
 	if h.bulkheads != nil {
 		doc.Bulkheads = append(doc.Bulkheads, h.bulkheads.BulkheadStatus()...)
@@ -168,7 +200,7 @@ func (h *Handler) breakerAction(w http.ResponseWriter, r *http.Request) {
 	}
 	from := b.State()
 	do(b, withOrigin(reason, r))
-	after := h.status(b)
+	after := h.status(b, h.clk.Now())
 	h.log.Warn("agentbreaker admin: operator action",
 		"action", action, "dependency", name, "reason", reason, "remote_addr", r.RemoteAddr,
 		"from", from.String(), "to", after.State, "cause", breaker.CauseOperator.String(),

@@ -20,6 +20,9 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 )
 
+// token is a bearer token strong enough for admin.New.
+const token = "s3cr3t-t0ken-for-tests-0123456789"
+
 func TestBulkheadGroup(t *testing.T) {
 	t.Parallel()
 	require.Nil(t, admin.BulkheadGroup(nil), "no group, no bulkheads section")

@@ -27,6 +27,19 @@ type ConfigError = agentbreaker.ConfigError
 // no protection.
 const MinTokenLength = 16
 
+// MinTokenDistinct is how many distinct characters a token must hold: sixteen copies of
+// one character are long enough and guessable at once.
+const MinTokenDistinct = 8
+
+// MinTokenBits is the least estimated entropy of a token, in bits: its length times
+// the Shannon entropy of its own character frequencies. It catches a long token made
+// of a short repeated pattern. 32 random bytes in base64 carry about 190 of these bits;
+// "0123456789abcdef" exactly 64.
+const MinTokenBits = 64
+
+// DefaultRefresh is the default of Config.Refresh.
+const DefaultRefresh = 5 * time.Second
+
 // DefaultMaxBodyBytes is the default of Config.MaxBodyBytes.
 const DefaultMaxBodyBytes = 4 << 10
 
@@ -100,8 +113,9 @@ type JournalAdmin interface {
 // Config configures a [Handler].
 type Config struct {
 	// Token is the bearer token every request must present. Required, at least
-	// MinTokenLength bytes; there is no default. Generate it (for example 32 random
-	// bytes, base64) and keep it in a secret store.
+	// MinTokenLength bytes, MinTokenDistinct distinct characters and MinTokenBits of
+	// estimated entropy; there is no default. Generate it (openssl rand -base64 32)
+	// and keep it in a secret store.
 	Token string
 	// Breakers are shown and operated. Required.
 	Breakers BreakerSource
@@ -111,6 +125,15 @@ type Config struct {
 	Routes Routes
 	// Journal enables the journal endpoints when set. Defaults to none: they answer 404.
 	Journal JournalAdmin
+	// History gives the page each breaker's recent transitions (with causes and
+	// times) and how long it has been refusing calls. Feed it the breakers' events
+	// (History.Record in dependencymap.Config.OnStateChange). Defaults to none: the
+	// page then shows the time open from the breaker's last opening and no
+	// transitions.
+	History *History
+	// Refresh is how often the page reloads the state by itself (the operator can
+	// pause it). From 1s to 10m. Defaults to DefaultRefresh.
+	Refresh time.Duration
 	// Logger receives a record for every action and every refused request. Defaults to
 	// a logger that discards them.
 	Logger *slog.Logger

@@ -3,12 +3,27 @@
 //
 // # Mounting
 //
+//	history := admin.MustNewHistory(admin.HistoryConfig{}) // last transitions per breaker
+//	deps := dependencymap.MustNew(dependencymap.Config{
+//		// ...
+//		OnStateChange: []func(breaker.Event){tel.BreakerEvent, history.Record},
+//	})
 //	h := admin.MustNew(admin.Config{
 //		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"),
 //		Breakers:  deps,
+//		History:   history,
 //		Bulkheads: admin.BulkheadGroup(cb.Bulkheads()), // cb is the *callbacks.Callbacks
 //	})
 //	mux.Handle("/ops/breakers/", http.StripPrefix("/ops/breakers", h))
+//
+// # The page
+//
+// The page reloads the state every Config.Refresh (5 s by default) until the operator
+// pauses it. Breakers that refuse calls come first, longest open first, each with how
+// long it has been refusing calls (failed probes do not restart that clock) and, with a
+// History, its last transitions with their times, causes and reasons. Bulkheads, model
+// routes and the journal are shown only when configured. Every name and reason is
+// shown as text, never as markup: a model can invent a tool name.
 //
 // Set Journal to admin.JournalOf(j) for a dispatch-intent journal (*journal.Journal):
 // the journal endpoints then list the intents no status lookup could settle, with a
@@ -35,16 +50,20 @@
 // Secure by default, with nothing to switch on:
 //
 //   - Every request except the page shell needs "Authorization: Bearer <token>". The
-//     token is compared in constant time; New refuses an empty or short one, and there
-//     is no default. The shell holds no state and no secret: the page sends the token
+//     token is compared in constant time; New refuses an empty, short or guessable one
+//     (fewer than MinTokenDistinct distinct characters or MinTokenBits of estimated
+//     entropy: sixteen copies of one character are refused), and there is no default. The shell holds no state and no secret: the page sends the token
 //     the operator types with each of its requests and keeps it only in memory.
 //   - State changes are POST only. Cross-origin browser requests are rejected (by the
 //     Sec-Fetch-Site and Origin headers, see http.CrossOriginProtection), and a POST must
 //     say Content-Type: application/json, which an HTML form cannot send. This matters
 //     when a proxy in front adds the Authorization header for signed-in operators:
 //     then a foreign page could otherwise make their browser post.
-//   - Request bodies are capped (Config.MaxBodyBytes); responses are not cached, not
-//     framed, and the page runs under a strict Content-Security-Policy.
+//   - Request bodies are capped (Config.MaxBodyBytes); every response carries HSTS
+//     (Strict-Transport-Security, two years, subdomains), is not cached, sniffed or
+//     framed, sends no referrer, is isolated from other origins (COOP, CORP) and denies
+//     browser features (Permissions-Policy); the page runs under a strict
+//     Content-Security-Policy that allows only its own script and style by hash.
 //   - Every action is logged with the operator's address and reason. Breaker actions go
 //     through the breaker's ForceOpen, ForceClosed and Reset, so they are also
 //     transitions with cause "operator" for every listener (the telemetry package

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentbreaker/agentbreaker/admin"
+	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 )
 
@@ -49,4 +50,23 @@ func Example() {
 	// Output:
 	// 200 force-open crm forced_open
 	// without the token: 401
+}
+
+func ExampleHistory() {
+	history := admin.MustNewHistory(admin.HistoryConfig{PerBreaker: 5})
+	deps := dependencymap.MustNew(dependencymap.Config{
+		Dependencies:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}}},
+		OnStateChange: []func(breaker.Event){history.Record},
+	})
+	crm, _ := deps.Get("crm")
+	crm.ForceOpen("INC-4711: CRM maintenance")
+	crm.Reset("maintenance over")
+
+	recent, _ := history.Recent("crm") // newest first; the page shows these
+	for _, t := range recent {
+		fmt.Println(t.From, "->", t.To, t.Cause)
+	}
+	// Output:
+	// forced_open -> closed operator
+	// closed -> forced_open operator
 }

@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentbreaker/agentbreaker/clock"
 )
@@ -21,6 +25,8 @@ type Handler struct {
 	bulkheads Bulkheads
 	routes    Routes
 	journal   JournalAdmin
+	history   *History
+	refresh   time.Duration
 	log       *slog.Logger
 	clk       clock.Clock
 	maxBody   int64
@@ -39,6 +45,14 @@ func New(cfg Config) (*Handler, error) {
 		return nil, &ConfigError{Package: "admin", Field: "Token", Value: fmt.Sprintf("<%d bytes>", len(cfg.Token)), Problem: fmt.Sprintf("must be at least %d bytes", MinTokenLength), Err: ErrConfig}
 	case strings.TrimSpace(cfg.Token) != cfg.Token || strings.ContainsAny(cfg.Token, " \t\r\n"):
 		return nil, &ConfigError{Package: "admin", Field: "Token", Value: "<redacted>", Problem: "must not contain white space (it travels in an HTTP header)", Err: ErrConfig}
+	case !utf8.ValidString(cfg.Token) || strings.ContainsFunc(cfg.Token, unicode.IsControl):
+		return nil, &ConfigError{Package: "admin", Field: "Token", Value: "<redacted>", Problem: "must be printable text (it travels in an HTTP header)", Err: ErrConfig}
+	case tokenDistinct(cfg.Token) < MinTokenDistinct || tokenBits(cfg.Token) < MinTokenBits:
+		return nil, &ConfigError{Package: "admin", Field: "Token",
+			Value:   fmt.Sprintf("<%d bytes, %d distinct characters, about %.0f bits>", len(cfg.Token), tokenDistinct(cfg.Token), tokenBits(cfg.Token)),
+			Problem: fmt.Sprintf("is too easy to guess: it needs at least %d distinct characters and %d bits of estimated entropy (generate one with openssl rand -base64 32)", MinTokenDistinct, MinTokenBits), Err: ErrConfig}
+	case cfg.Refresh != 0 && (cfg.Refresh < time.Second || cfg.Refresh > 10*time.Minute):
+		return nil, &ConfigError{Package: "admin", Field: "Refresh", Value: cfg.Refresh, Problem: "must be between 1s and 10m", Err: ErrConfig}
 	case cfg.Breakers == nil:
 		return nil, &ConfigError{Package: "admin", Field: "Breakers", Value: "nil", Problem: "is required", Err: ErrConfig}
 	case cfg.MaxBodyBytes < 0:
@@ -50,6 +64,8 @@ func New(cfg Config) (*Handler, error) {
 		bulkheads: cfg.Bulkheads,
 		routes:    cfg.Routes,
 		journal:   cfg.Journal,
+		history:   cfg.History,
+		refresh:   cfg.Refresh,
 		log:       cfg.Logger,
 		clk:       clock.OrSystem(cfg.Clock),
 		maxBody:   cfg.MaxBodyBytes,
@@ -60,6 +76,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
+	}
+	if h.refresh == 0 {
+		h.refresh = DefaultRefresh
 	}
 	for i, o := range cfg.TrustedOrigins {
 		if err := h.origins.AddTrustedOrigin(o); err != nil {
@@ -98,11 +117,9 @@ func MustNew(cfg Config) *Handler {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("X-Frame-Options", "DENY")
-	hd.Set("Content-Security-Policy", apiCSP)
+	for k, v := range securityHeaders {
+		hd.Set(k, v)
+	}
 
 	if r.URL.Path == "/" || r.URL.Path == "" {
 		h.page(w, r)
@@ -123,6 +140,50 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.api.ServeHTTP(w, r)
+}
+
+// securityHeaders go on every response, errors included. HSTS tells a browser that
+// reached the page over TLS never to use plain HTTP for this host again (browsers
+// ignore it over plain HTTP); the rest forbid caching, sniffing, framing, referrers,
+// cross-origin embedding and powerful browser features. The page replaces the CSP
+// with its own.
+var securityHeaders = map[string]string{
+	"Strict-Transport-Security":    "max-age=63072000; includeSubDomains",
+	"Cache-Control":                "no-store",
+	"X-Content-Type-Options":       "nosniff",
+	"Referrer-Policy":              "no-referrer",
+	"X-Frame-Options":              "DENY",
+	"Content-Security-Policy":      apiCSP,
+	"Cross-Origin-Opener-Policy":   "same-origin",
+	"Cross-Origin-Resource-Policy": "same-origin",
+	"Permissions-Policy":           "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
+}
+
+// tokenDistinct counts the distinct characters of a token.
+func tokenDistinct(tok string) int {
+	seen := make(map[rune]struct{}, len(tok))
+	for _, r := range tok {
+		seen[r] = struct{}{}
+	}
+	return len(seen)
+}
+
+// tokenBits estimates a token's entropy in bits: its length times the Shannon entropy
+// of its character frequencies. It is an upper bound on what a guesser must cover
+// for tokens drawn from their own characters, low for repetition and short patterns.
+func tokenBits(tok string) float64 {
+	counts := make(map[rune]int, len(tok))
+	n := 0
+	for _, r := range tok {
+		counts[r]++
+		n++
+	}
+	var perChar float64
+	for _, c := range counts {
+		p := float64(c) / float64(n)
+		perChar -= p * math.Log2(p)
+	}
+	return perChar * float64(n)
 }
 
 // authorized compares the bearer token in constant time. Both sides are hashed first,

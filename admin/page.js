@@ -1,8 +1,16 @@
 "use strict";
 (function () {
-  // The token lives only in this closure: never in storage, never in a URL.
+  // The token lives only in this closure: never in storage, never in a URL. Every name
+  // shown comes from the server and may be hostile (a model can invent tool names): it
+  // is only ever set as textContent, a dataset value or an encoded URL part.
   let token = "";
+  let timer = null;      // the scheduled refresh, null when none is
+  let paused = false;    // the operator paused the refresh
+  let refreshMs = 5000;  // from the state document
+  let loads = 0;
+  let generation = 0;    // a new token starts a new refresh loop; older ones stop
   const $ = (sel) => document.querySelector(sel);
+  const body = document.body;
 
   function say(text, isError) {
     const s = $("#status");
@@ -10,53 +18,115 @@
     s.className = isError ? "error" : "";
   }
 
-  async function call(method, path, body) {
+  async function call(method, path, payload) {
     const opts = { method: method, headers: { "Authorization": "Bearer " + token }, cache: "no-store" };
     if (method === "POST") {
       opts.headers["Content-Type"] = "application/json";
-      opts.body = JSON.stringify(body || {});
+      opts.body = JSON.stringify(payload || {});
     }
     const res = await fetch(path, opts);
     let doc = null;
     try { doc = await res.json(); } catch (e) { doc = null; }
     if (!res.ok) {
-      throw new Error(res.status + " " + res.statusText + (doc && doc.error ? ": " + doc.error : ""));
+      const err = new Error(res.status + " " + res.statusText + (doc && doc.error ? ": " + doc.error : ""));
+      err.status = res.status;
+      throw err;
     }
     return doc;
   }
 
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+
   function cell(row, text, cls) {
-    const td = document.createElement("td");
-    td.textContent = text;
-    if (cls) td.className = cls;
+    const td = el("td", text, cls);
     row.appendChild(td);
     return td;
   }
 
   function button(td, label, onClick, action) {
-    const b = document.createElement("button");
+    const b = el("button", label);
     b.type = "button";
-    b.textContent = label;
     b.dataset.action = action;
     b.addEventListener("click", onClick);
     td.appendChild(b);
   }
 
   function fill(tableSel, rows, render) {
-    const body = $(tableSel + " tbody");
-    body.replaceChildren();
-    for (const r of rows) body.appendChild(render(r));
+    const tbody = $(tableSel + " tbody");
+    tbody.replaceChildren();
+    for (const r of rows) tbody.appendChild(render(r));
   }
 
-  function renderBreaker(b) {
-    const tr = document.createElement("tr");
+  // duration turns seconds into "3h 04m", "12m 05s" or "42s".
+  function duration(s) {
+    s = Math.max(0, Math.floor(s));
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+    const two = (n) => (n < 10 ? "0" : "") + n;
+    if (h > 0) return h + "h " + two(m) + "m";
+    if (m > 0) return m + "m " + two(sec) + "s";
+    return sec + "s";
+  }
+
+  function clock(iso) {
+    const d = new Date(iso);
+    return isNaN(d) ? "" : d.toISOString().slice(11, 19);
+  }
+
+  const downStates = { open: 0, half_open: 1, forced_open: 2 };
+
+  function renderTransitions(td, b, now) {
+    const list = b.transitions || [];
+    if (list.length === 0) { td.textContent = "none seen"; td.classList.add("muted"); return; }
+    const item = (t) => {
+      const li = el("li");
+      const when = el("time", clock(t.at));
+      when.dateTime = t.at;
+      when.title = t.at + " (" + duration((now - new Date(t.at)) / 1000) + " ago)";
+      li.appendChild(when);
+      const what = el("span");
+      what.appendChild(el("span", t.from + " \u2192 " + t.to, "move"));
+      what.appendChild(document.createTextNode(" "));
+      what.appendChild(el("span", t.cause, "cause"));
+      li.appendChild(what);
+      if (t.reason) {
+        const why = el("span", t.reason, "why");
+        why.title = t.reason;
+        li.appendChild(why);
+      }
+      return li;
+    };
+    const ol = el("ol", null, "transitions");
+    for (const t of list.slice(0, 3)) ol.appendChild(item(t));
+    td.appendChild(ol);
+    if (list.length > 3) {
+      const more = el("details");
+      more.appendChild(el("summary", (list.length - 3) + " earlier"));
+      const rest = el("ol", null, "transitions");
+      for (const t of list.slice(3)) rest.appendChild(item(t));
+      more.appendChild(rest);
+      td.appendChild(more);
+    }
+  }
+
+  function renderBreaker(b, now, withHistory) {
+    const tr = el("tr");
     tr.dataset.dependency = b.name;
     tr.dataset.state = b.state;
     cell(tr, b.name, "name");
-    cell(tr, b.state, "state");
-    cell(tr, b.window_failed_calls + "/" + b.window_slow_calls + "/" + b.window_calls, "window");
-    cell(tr, b.retry_after_seconds > 0 ? Math.ceil(b.retry_after_seconds) + " s" : "", "retry-after");
-    cell(tr, (b.tools || []).join(", "), "tools");
+    const st = cell(tr, "", "state");
+    st.appendChild(el("span", b.state, "badge " + b.state));
+    const openFor = cell(tr, b.down_since ? duration(b.open_for_seconds) : "", "open-for");
+    if (b.down_since) openFor.title = "since " + b.down_since;
+    cell(tr, b.window_failed_calls + " / " + b.window_slow_calls + " / " + b.window_calls, "window");
+    cell(tr, b.retry_after_seconds > 0 ? "in " + duration(Math.ceil(b.retry_after_seconds)) : "", "retry-after");
+    if (withHistory) renderTransitions(cell(tr, "", "transitions-cell"), b, now);
+    const tools = cell(tr, "", "tools");
+    for (const name of b.tools || []) tools.appendChild(el("div", name));
     const actions = cell(tr, "", "actions");
     for (const [action, label] of [["force-open", "Force open"], ["force-closed", "Force closed"], ["reset", "Reset"]]) {
       button(actions, label, () => act("api/breakers/" + encodeURIComponent(b.name) + "/" + action, label + " " + b.name), action);
@@ -65,7 +135,7 @@
   }
 
   function renderIntent(i) {
-    const tr = document.createElement("tr");
+    const tr = el("tr");
     tr.dataset.intent = i.id;
     cell(tr, i.id, "id");
     cell(tr, i.dependency, "dependency");
@@ -80,26 +150,115 @@
     return tr;
   }
 
+  function renderSummary(breakers) {
+    const counts = { closed: 0, open: 0, half_open: 0, forced_open: 0, forced_closed: 0 };
+    for (const b of breakers) counts[b.state] = (counts[b.state] || 0) + 1;
+    const chip = (n, label, cls) => {
+      const c = el("span", null, "chip" + (n > 0 && cls ? " " + cls : ""));
+      c.dataset.count = label;
+      c.appendChild(el("b", n));
+      c.appendChild(document.createTextNode(label));
+      return c;
+    };
+    $("#summary").replaceChildren(
+      chip(breakers.length, "breakers"),
+      chip(counts.open, "open", "bad"),
+      chip(counts.half_open, "half-open", "warn"),
+      chip(counts.forced_open, "forced open", "forced"),
+      chip(counts.forced_closed, "forced closed", "forced"),
+      chip(counts.closed, "closed"));
+  }
+
   async function load() {
     const state = await call("GET", "api/state");
-    fill("#breakers", state.breakers, renderBreaker);
+    const now = new Date(state.time);
+    if (state.refresh_seconds > 0) refreshMs = state.refresh_seconds * 1000;
+    // Breakers that refuse calls first, the longest open first; then by name.
+    const breakers = state.breakers.slice().sort((a, b) => {
+      const da = a.state in downStates, db = b.state in downStates;
+      if (da !== db) return da ? -1 : 1;
+      if (da && a.open_for_seconds !== b.open_for_seconds) return b.open_for_seconds - a.open_for_seconds;
+      return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+    });
+    $("#summary").hidden = false;
+    renderSummary(breakers);
+    $("#breakers-section").hidden = false;
+    for (const th of document.querySelectorAll("#breakers .history-col")) th.hidden = !state.history_configured;
+    fill("#breakers", breakers, (b) => renderBreaker(b, now, state.history_configured));
+    $("#no-breakers").hidden = breakers.length > 0;
+
+    $("#bulkheads-section").hidden = !state.bulkheads_configured;
     fill("#bulkheads", state.bulkheads, (b) => {
-      const tr = document.createElement("tr");
+      const tr = el("tr");
       tr.dataset.dependency = b.dependency;
-      cell(tr, b.dependency); cell(tr, String(b.in_flight)); cell(tr, String(b.limit)); cell(tr, String(b.waiting));
+      cell(tr, b.dependency, "name");
+      const inFlight = cell(tr, String(b.in_flight), "num");
+      const m = el("meter");
+      m.min = 0; m.max = Math.max(1, b.limit); m.value = b.in_flight; m.high = 0.8 * m.max; m.optimum = 0;
+      inFlight.appendChild(m);
+      cell(tr, String(b.limit), "num");
+      cell(tr, String(b.waiting), "num");
       return tr;
     });
+    $("#routes-section").hidden = !state.routes_configured;
     fill("#routes", state.routes, (r) => {
-      const tr = document.createElement("tr");
-      cell(tr, r.model); cell(tr, r.region); cell(tr, r.primary ? "yes" : ""); cell(tr, r.serving ? "serving" : "", "serving");
+      const tr = el("tr");
+      cell(tr, r.model, "name"); cell(tr, r.region); cell(tr, r.primary ? "primary" : ""); cell(tr, r.serving ? "serving" : "", "serving");
       return tr;
     });
     $("#journal-section").hidden = !state.journal_configured;
     if (state.journal_configured) {
       const j = await call("GET", "api/journal");
       fill("#journal", j.pending, renderIntent);
+      $("#no-intents").hidden = j.pending.length > 0;
     }
-    say("Loaded at " + new Date(state.time).toISOString() + ".", false);
+    loads++;
+    body.dataset.loads = String(loads);
+    return state;
+  }
+
+  function showRefresh(state) {
+    const when = state ? "Updated " + clock(state.time) + " UTC" : "";
+    say(paused ? when + " \u00b7 refresh paused" : when + " \u00b7 refreshing every " + duration(refreshMs / 1000), false);
+  }
+
+  function schedule(gen) {
+    clearTimeout(timer);
+    timer = null;
+    body.dataset.timer = "none";
+    if (paused || gen !== generation) return;
+    timer = setTimeout(() => refresh(gen), refreshMs);
+    body.dataset.timer = "scheduled";
+  }
+
+  async function refresh(gen) {
+    timer = null;
+    body.dataset.timer = "none";
+    if (gen !== generation || paused) return;
+    try {
+      const state = await load();
+      if (gen !== generation) return;
+      showRefresh(state);
+      schedule(gen);
+    } catch (e) {
+      if (gen !== generation) return;
+      if (e.status === 401) {
+        stop("Refresh stopped: " + e.message);
+        return;
+      }
+      say("Refresh failed (retrying): " + e.message, true);
+      schedule(gen);
+    }
+  }
+
+  function stop(message) {
+    generation++;
+    clearTimeout(timer);
+    timer = null;
+    body.dataset.timer = "none";
+    body.dataset.refresh = "off";
+    $("#pause").hidden = true;
+    say(message, true);
   }
 
   async function act(path, what) {
@@ -112,14 +271,39 @@
     }
   }
 
+  $("#pause").addEventListener("click", () => {
+    paused = !paused;
+    $("#pause").textContent = paused ? "Resume" : "Pause";
+    body.dataset.refresh = paused ? "paused" : "on";
+    if (paused) {
+      clearTimeout(timer);
+      timer = null;
+      body.dataset.timer = "none";
+      showRefresh(null);
+    } else {
+      refresh(generation);
+    }
+  });
+
   $("#auth").addEventListener("submit", async (ev) => {
     ev.preventDefault();
     token = $("#token").value.trim();
+    const gen = ++generation;
+    clearTimeout(timer);
     try {
-      await load();
+      const state = await load();
+      if (gen !== generation) return;
+      paused = false;
+      $("#pause").textContent = "Pause";
+      $("#pause").hidden = false;
+      body.dataset.refresh = "on";
+      showRefresh(state);
+      schedule(gen);
     } catch (e) {
+      if (gen !== generation) return;
+      for (const s of ["#summary", "#breakers-section", "#bulkheads-section", "#routes-section", "#journal-section"]) $(s).hidden = true;
       fill("#breakers", [], renderBreaker);
-      say("Loading failed: " + e.message, true);
+      stop("Loading failed: " + e.message);
     }
   });
 })();

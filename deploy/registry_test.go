@@ -14,6 +14,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/telemetry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
+	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
 // exportedFamilies registers a real Telemetry, reports one of everything, and returns
@@ -61,6 +62,7 @@ func exerciseTelemetry(t *testing.T, reg prometheus.Registerer) *telemetry.Telem
 	tel.RouteServing("pro", "b")
 	tel.FallbackShare(0.1)
 	tel.JournalPending(1, time.Now())
+	tel.ToolAbandoned(ctx, tooltimeout.Abandon{Tool: "export_report", Limit: time.Second, Running: 1})
 	return tel
 }
 

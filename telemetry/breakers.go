@@ -55,37 +55,66 @@ func (r *depRecord) clone() depRecord {
 // does not count.
 func down(s breaker.State) bool { return s == breaker.Open || s == breaker.HalfOpen }
 
+// record counts the event in its breaker's record, or in the "other" record when the
+// series budget has no room for the breaker. A transition the breaker does not make by
+// itself (an operator's, say) costs one more series the first time; past the budget it
+// is counted under "other", while the breaker's own time-open accounting goes on.
+func (t *Telemetry) record(e breaker.Event) {
+	name := sanitizeLabel(e.Breaker)
+	tr := transition{e.From, e.To, e.Cause}
+	own := name != otherLabel && t.admit(famBreaker, breakerSeries, name)
+	countHere := own
+	if own && e.From != e.To && !slices.Contains(automatic, tr) {
+		countHere = t.admit(famTransition, 1, name, e.From.String(), e.To.String(), e.Cause.String())
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !countHere {
+		t.other.count(e, tr)
+	}
+	if !own {
+		return
+	}
+	r := t.deps[name]
+	if r == nil {
+		r = &depRecord{transitions: make(map[transition]uint64)}
+		t.deps[name] = r
+	}
+	if countHere {
+		r.count(e, tr)
+	}
+	switch {
+	case e.From == e.To:
+	case !down(e.From) && down(e.To):
+		r.downSince = e.At
+	case down(e.From) && !down(e.To) && !r.downSince.IsZero():
+		r.downTotal += max(0, e.At.Sub(r.downSince))
+		r.downSince = time.Time{}
+	}
+}
+
+// count adds one event to the record's counts.
+func (r *depRecord) count(e breaker.Event, tr transition) {
+	if e.From == e.To && e.Cause == breaker.CauseRetryAfter {
+		r.extensions++
+		return
+	}
+	r.transitions[tr]++
+	switch e.Cause {
+	case breaker.CauseProbeSucceeded:
+		r.probeSucceeded++
+	case breaker.CauseProbeFailed:
+		r.probeFailed++
+	}
+}
+
 // BreakerEvent records a breaker state change and logs it. Pass it to
 // dependencymap.Config.OnStateChange (or breaker.Config.OnStateChange).
 func (t *Telemetry) BreakerEvent(e breaker.Event) {
 	if t == nil {
 		return
 	}
-	t.mu.Lock()
-	r := t.deps[e.Breaker]
-	if r == nil {
-		r = &depRecord{transitions: make(map[transition]uint64)}
-		t.deps[e.Breaker] = r
-	}
-	if e.From == e.To && e.Cause == breaker.CauseRetryAfter {
-		r.extensions++
-	} else {
-		r.transitions[transition{e.From, e.To, e.Cause}]++
-		switch e.Cause {
-		case breaker.CauseProbeSucceeded:
-			r.probeSucceeded++
-		case breaker.CauseProbeFailed:
-			r.probeFailed++
-		}
-		switch {
-		case !down(e.From) && down(e.To):
-			r.downSince = e.At
-		case down(e.From) && !down(e.To) && !r.downSince.IsZero():
-			r.downTotal += max(0, e.At.Sub(r.downSince))
-			r.downSince = time.Time{}
-		}
-	}
-	t.mu.Unlock()
+	t.record(e)
 
 	level := slog.LevelInfo
 	if e.To == breaker.Open || e.To == breaker.ForcedOpen || e.Cause == breaker.CauseOperator {
@@ -117,15 +146,28 @@ func (t *Telemetry) BreakerEvent(e breaker.Event) {
 	t.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// collectBreakers reads every watched breaker and the event counts.
+// collectBreakers reads every watched breaker and the event counts. A breaker the
+// series budget has no room for, or whose sanitised name another breaker already
+// shows (or is "other"), is folded into the dependency="other" row.
 func (t *Telemetry) collectBreakers(ch chan<- prometheus.Metric) {
 	now := t.clk.Now()
-	byName := make(map[string]*breaker.Breaker)
+	byLabel := make(map[string]*breaker.Breaker)
+	rawSeen := make(map[string]bool)
+	var folded []*breaker.Breaker
 	for _, src := range t.sourceList() {
 		for _, b := range src.Breakers() {
-			if _, dup := byName[b.Name()]; !dup {
-				byName[b.Name()] = b
+			raw := b.Name()
+			if rawSeen[raw] {
+				continue // an earlier source listed it
 			}
+			rawSeen[raw] = true
+			label := sanitizeLabel(raw)
+			if _, dup := byLabel[label]; dup || label == otherLabel ||
+				!t.budget.tryAdmit(seriesKey{fam: famBreaker, labels: [4]string{label}}, breakerSeries) {
+				folded = append(folded, b)
+				continue
+			}
+			byLabel[label] = b
 		}
 	}
 	records := make(map[string]depRecord)
@@ -133,23 +175,77 @@ func (t *Telemetry) collectBreakers(ch chan<- prometheus.Metric) {
 	for name, r := range t.deps {
 		records[name] = r.clone()
 	}
+	other := t.other.clone()
 	t.mu.Unlock()
 
-	names := slices.Sorted(maps.Keys(byName))
+	names := slices.Sorted(maps.Keys(byLabel))
 	for name := range records {
-		if _, ok := byName[name]; !ok {
+		if _, ok := byLabel[name]; !ok {
 			names = append(names, name)
 		}
 	}
 	for _, name := range names {
 		r := records[name]
 		var snap *breaker.Snapshot
-		if b := byName[name]; b != nil {
+		if b := byLabel[name]; b != nil {
 			s := b.Snapshot()
 			snap = &s
 		}
 		t.collectOne(ch, name, r, snap, now)
 	}
+	if len(folded) > 0 || len(other.transitions) > 0 || other.extensions > 0 {
+		collectOther(ch, other, folded, now)
+	}
+}
+
+// collectOther exports the dependency="other" row: the event counts of the breakers
+// the budget folded, summed, and for the folded breakers read now, the number in each
+// state, the sums of their window counts and probes, the longest time open and the
+// longest wait for a probe. It has no open_seconds_total: a sum over breakers that
+// come and go would not be a counter.
+func collectOther(ch chan<- prometheus.Metric, r depRecord, folded []*breaker.Breaker, now time.Time) {
+	emit := func(d *prometheus.Desc, typ prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, typ, v, append([]string{otherLabel}, labels...)...)
+	}
+	states := make(map[breaker.State]int)
+	var expired, calls, failed, slow, inFlight int64
+	var longest, wait time.Duration
+	for _, b := range folded {
+		s := b.Snapshot()
+		states[s.State]++
+		expired += s.ExpiredProbes
+		calls += s.Window.Calls
+		failed += s.Window.Failures
+		slow += s.Window.SlowCalls
+		inFlight += int64(s.ProbesInFlight)
+		wait = max(wait, s.RetryAfter)
+		if down(s.State) && !s.OpenedAt.IsZero() {
+			longest = max(longest, now.Sub(s.OpenedAt))
+		}
+	}
+	seen := make(map[transition]bool, len(automatic))
+	for _, tr := range automatic {
+		seen[tr] = true
+		emit(descTransitions, prometheus.CounterValue, float64(r.transitions[tr]), tr.from.String(), tr.to.String(), tr.cause.String())
+	}
+	for tr, n := range r.transitions {
+		if !seen[tr] {
+			emit(descTransitions, prometheus.CounterValue, float64(n), tr.from.String(), tr.to.String(), tr.cause.String())
+		}
+	}
+	emit(descCooldownExtensions, prometheus.CounterValue, float64(r.extensions))
+	emit(descProbes, prometheus.CounterValue, float64(r.probeSucceeded), ProbeSucceeded)
+	emit(descProbes, prometheus.CounterValue, float64(r.probeFailed), ProbeFailed)
+	emit(descProbes, prometheus.CounterValue, float64(expired), ProbeExpired)
+	for _, st := range allStates {
+		emit(descState, prometheus.GaugeValue, float64(states[st]), st.String())
+	}
+	emit(descOpenDuration, prometheus.GaugeValue, longest.Seconds())
+	emit(descRetryAfter, prometheus.GaugeValue, wait.Seconds())
+	emit(descWindowCalls, prometheus.GaugeValue, float64(calls))
+	emit(descWindowFailed, prometheus.GaugeValue, float64(failed))
+	emit(descWindowSlow, prometheus.GaugeValue, float64(slow))
+	emit(descProbesInFlight, prometheus.GaugeValue, float64(inFlight))
 }
 
 func (t *Telemetry) collectOne(ch chan<- prometheus.Metric, name string, r depRecord, snap *breaker.Snapshot, now time.Time) {
@@ -232,4 +328,5 @@ func (t *Telemetry) collectGauges(ch chan<- prometheus.Metric) {
 	if fallbackSet {
 		ch <- prometheus.MustNewConstMetric(descFallbackRatio, prometheus.GaugeValue, fallback)
 	}
+	ch <- prometheus.MustNewConstMetric(descStartTime, prometheus.GaugeValue, float64(t.started.UnixNano())/1e9)
 }

@@ -57,6 +57,15 @@ type Config struct {
 	// region, error_class, cause, from, to); later values are reported as "other".
 	// Defaults to DefaultMaxLabelValues.
 	MaxLabelValues int
+	// MaxSeries caps the total number of series whose labels come from names (breakers,
+	// dependencies, tools, models, routes, error classes), over every metric family: a
+	// breaker costs 21 series, a call-duration series len(DurationBuckets)+3, the
+	// others 1. Once it is spent, new series are reported under a fixed row labelled
+	// "other" and counted in agentbreaker_telemetry_series_overflow_total; series
+	// admitted earlier keep their labels. The exposition never holds more than
+	// Config.SeriesBound() series (DefaultSeriesBound with the defaults). Defaults to
+	// DefaultMaxSeries.
+	MaxSeries int
 	// DurationBuckets are the bucket bounds, in seconds, of the call duration histogram:
 	// positive and increasing. Defaults to DefaultDurationBuckets.
 	DurationBuckets []float64
@@ -75,6 +84,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxLabelValues = DefaultMaxLabelValues
 	case c.MaxLabelValues < 0:
 		return c, &ConfigError{Package: "telemetry", Field: "MaxLabelValues", Value: c.MaxLabelValues, Problem: "must be positive", Err: ErrConfig}
+	}
+	switch {
+	case c.MaxSeries == 0:
+		c.MaxSeries = DefaultMaxSeries
+	case c.MaxSeries < 0:
+		return c, &ConfigError{Package: "telemetry", Field: "MaxSeries", Value: c.MaxSeries, Problem: "must be positive", Err: ErrConfig}
 	}
 	if c.DurationBuckets == nil {
 		c.DurationBuckets = DefaultDurationBuckets

@@ -27,6 +27,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "defaults", cfg: telemetry.Config{Registerer: reg()}},
 		{name: "no registerer", cfg: telemetry.Config{}, wantErr: "telemetry: Registerer = nil: is required"},
 		{name: "negative label cap", cfg: telemetry.Config{Registerer: reg(), MaxLabelValues: -1}, wantErr: "telemetry: MaxLabelValues = -1: must be positive"},
+		{name: "negative series budget", cfg: telemetry.Config{Registerer: reg(), MaxSeries: -5}, wantErr: "telemetry: MaxSeries = -5: must be positive"},
 		{name: "empty buckets", cfg: telemetry.Config{Registerer: reg(), DurationBuckets: []float64{}}, wantErr: "telemetry: DurationBuckets = []: must hold at least one bound"},
 		{name: "unordered buckets", cfg: telemetry.Config{Registerer: reg(), DurationBuckets: []float64{1, 0.5}}, wantErr: "telemetry: DurationBuckets[1] = 0.5: must be positive"},
 		{name: "NaN bucket", cfg: telemetry.Config{Registerer: reg(), DurationBuckets: []float64{math.NaN()}}, wantErr: "telemetry: DurationBuckets[0] = NaN"},

@@ -38,9 +38,23 @@
 // Every name starts with agentbreaker_, counters end in _total and durations in
 // _seconds. Labels are bounded: dependency, tool, model, region, outcome, error_class,
 // cause, from, to, state and result. Session, invocation and function call IDs go to
-// logs and spans, never to labels. As a guard against names a model invents, each
-// label keeps at most Config.MaxLabelValues distinct values; later ones are folded
-// into "other" (and a warning is logged once).
+// logs and spans, never to labels.
+//
+// Names a model invents cannot grow the exposition without bound: the series whose
+// labels come from names share one budget, Config.MaxSeries (default 10,000), over
+// every family together (a breaker costs 21 series, a call-duration series
+// len(DurationBuckets)+3, any other 1). Once it is spent, new series are reported under
+// a fixed row labelled "other", each such report is counted in
+// agentbreaker_telemetry_series_overflow_total{metric}, and a warning is logged once.
+// Each label also keeps at most Config.MaxLabelValues distinct values. The worst case
+// is Config.SeriesBound() series: DefaultSeriesBound, 10,288, with the defaults. Label
+// values are sanitised at this edge (invalid UTF-8 and control characters become
+// U+FFFD, values are cut at MaxLabelLength bytes), so no name can make a scrape fail.
+//
+// Tool calls that tooltimeout abandons (the tool ignores its context and outlives its
+// timeout) are reported by [Telemetry.ToolAbandoned], given as
+// tooltimeout.Config.OnAbandon: a gauge of those still running, a counter, a WARN
+// record and a span event.
 //
 // # Logs
 //

@@ -69,13 +69,33 @@ func (t *Telemetry) logCall(ctx context.Context, level slog.Level, msg, dependen
 	t.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
+// admit asks the series budget for the series of family f with these labels.
+func (t *Telemetry) admit(f family, cost int, labels ...string) bool {
+	k := seriesKey{fam: f}
+	copy(k.labels[:], labels)
+	return t.budget.admit(k, cost)
+}
+
+// admitOne is admit for a family with a single name label: it returns the label, or
+// "other" when the budget refuses the series.
+func (t *Telemetry) admitOne(f family, label string) string {
+	if !t.admit(f, 1, label) {
+		return otherLabel
+	}
+	return label
+}
+
 // ShortCircuit counts a call its breaker answered without sending it, logs it, and
 // adds the decision to the span in ctx.
 func (t *Telemetry) ShortCircuit(ctx context.Context, s observe.ShortCircuit) {
 	if t == nil {
 		return
 	}
-	t.shortCircuits.WithLabelValues(t.dependency.required(s.Dependency), t.tool.value(s.Tool), s.State.String()).Inc()
+	dep, tool, state := t.dependency.required(s.Dependency), t.tool.value(s.Tool), s.State.String()
+	if !t.admit(famShortCircuits, 1, dep, tool, state) {
+		dep, tool = otherLabel, otherLabel
+	}
+	t.shortCircuits.WithLabelValues(dep, tool, state).Inc()
 	t.logCall(ctx, slog.LevelInfo, "agentbreaker: call short-circuited", s.Dependency, s.RequestID, s.Attempt,
 		slog.String(KeyTool, s.Tool),
 		slog.String(KeyOutcome, classify.FailedBeforeSend.String()),
@@ -104,7 +124,15 @@ func (t *Telemetry) CallOutcome(ctx context.Context, c observe.Call) {
 	case !c.Class.Known():
 		class = t.errorClass.value(class)
 	}
-	t.calls.WithLabelValues(dep, t.tool.value(c.Tool), outcome, class).Inc()
+	tool := t.tool.value(c.Tool)
+	if !t.admit(famCalls, 1, dep, tool, outcome, class) {
+		t.calls.WithLabelValues(otherLabel, otherLabel, outcome, otherLabel).Inc()
+	} else {
+		t.calls.WithLabelValues(dep, tool, outcome, class).Inc()
+	}
+	if !t.admit(famDurations, t.histCost, dep, outcome) {
+		dep = otherLabel
+	}
 	t.durations.WithLabelValues(dep, outcome).Observe(c.Elapsed.Seconds())
 	level := slog.LevelInfo
 	if c.Outcome == classify.Succeeded {
@@ -134,7 +162,7 @@ func (t *Telemetry) BulkheadRejected(ctx context.Context, dependency string) {
 	if t == nil {
 		return
 	}
-	t.bulkhead.WithLabelValues(t.dependency.required(dependency)).Inc()
+	t.bulkhead.WithLabelValues(t.admitOne(famBulkhead, t.dependency.required(dependency))).Inc()
 	t.logCall(ctx, slog.LevelInfo, "agentbreaker: bulkhead full", dependency, "", 0,
 		slog.String(KeyOutcome, classify.FailedBeforeSend.String()),
 		slog.String(KeyErrorClass, string(classify.ClassBulkheadFull)),
@@ -149,7 +177,7 @@ func (t *Telemetry) RetryBudgetExhausted(ctx context.Context, dependency string)
 	if t == nil {
 		return
 	}
-	t.budget.WithLabelValues(t.dependency.required(dependency)).Inc()
+	t.retryBudget.WithLabelValues(t.admitOne(famBudget, t.dependency.required(dependency))).Inc()
 	t.logCall(ctx, slog.LevelWarn, "agentbreaker: retry budget exhausted", dependency, "", 0)
 	AnnotateSpan(ctx, Decision{Kind: DecisionRetryBudgetExhausted, Dependency: dependency})
 }
@@ -164,7 +192,11 @@ func (t *Telemetry) Failover(ctx context.Context, f observe.Failover) {
 	if cause == "" {
 		cause = unknownLabel
 	}
-	t.failovers.WithLabelValues(t.route.required(f.From), t.route.required(f.To), t.cause.value(cause)).Inc()
+	from, to, cause := t.route.required(f.From), t.route.required(f.To), t.cause.value(cause)
+	if !t.admit(famFailovers, 1, from, to, cause) {
+		from, to, cause = otherLabel, otherLabel, otherLabel
+	}
+	t.failovers.WithLabelValues(from, to, cause).Inc()
 	t.logCall(ctx, slog.LevelWarn, "agentbreaker: model failover", f.From, f.RequestID, f.Attempt,
 		slog.String(KeyFrom, f.From),
 		slog.String(KeyTo, f.To),
@@ -184,6 +216,9 @@ func (t *Telemetry) RouteServing(model, region string) {
 		return
 	}
 	m, r := t.model.value(model), t.region.value(region)
+	if !t.admit(famRouteServing, 1, m, r) {
+		m, r = otherLabel, otherLabel
+	}
 	t.routeMu.Lock()
 	prev, had := t.serving, t.servingIsSet
 	if had && prev != [2]string{m, r} {

@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -30,8 +29,8 @@ func newLabelGuard(name string, max int, log *slog.Logger) *labelGuard {
 	return &labelGuard{name: name, max: max, log: log, seen: make(map[string]struct{})}
 }
 
-// value returns v, or "other" once the label holds max other values. Invalid UTF-8 is
-// repaired first: the Prometheus client refuses it.
+// value returns v, or "other" once the label holds max other values. v is sanitised
+// first (sanitizeLabel): the Prometheus client refuses invalid UTF-8.
 func (g *labelGuard) value(v string) string {
 	g.mu.RLock()
 	_, ok := g.seen[v]
@@ -39,7 +38,7 @@ func (g *labelGuard) value(v string) string {
 	if ok {
 		return v
 	}
-	v = strings.ToValidUTF8(v, "\uFFFD")
+	v = sanitizeLabel(v)
 	g.mu.Lock()
 	if _, ok := g.seen[v]; ok {
 		g.mu.Unlock()

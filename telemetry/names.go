@@ -26,6 +26,10 @@ const (
 	nameRetryBudgetExhausted = "agentbreaker_retry_budget_exhausted_total"
 	nameModelFailovers       = "agentbreaker_model_failovers_total"
 	nameRouteServing         = "agentbreaker_model_route_serving"
+	nameStartTime            = "agentbreaker_start_time_seconds"
+	nameSeriesOverflow       = "agentbreaker_telemetry_series_overflow_total"
+	nameAbandoned            = "agentbreaker_tool_calls_abandoned"
+	nameAbandonedTotal       = "agentbreaker_tool_calls_abandoned_total"
 )
 
 // Probe results, the values of the result label of agentbreaker_breaker_probes_total.
@@ -75,9 +79,13 @@ var (
 	descFallbackRatio = prometheus.NewDesc(nameFallbackRatio,
 		"Share of recent turns served by a model route other than the primary one, as reported by the failover wrapper.", nil, nil)
 
+	descStartTime = prometheus.NewDesc(nameStartTime,
+		"Unix time at which the telemetry was created; it changes when the process restarts, which alert rules use to tell a series born in this process from the previous one's.", nil, nil)
+
 	scrapeDescs = []*prometheus.Desc{
 		descState, descOpenDuration, descOpenSeconds, descRetryAfter, descWindowCalls,
 		descWindowFailed, descWindowSlow, descProbesInFlight, descTransitions, descProbes,
 		descCooldownExtensions, descJournalPending, descJournalOldestAge, descFallbackRatio,
+		descStartTime,
 	}
 )

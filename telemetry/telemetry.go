@@ -27,8 +27,12 @@ type Telemetry struct {
 	sourceMu sync.Mutex                      // serialises Watch
 	sources  atomic.Pointer[[]BreakerSource] // copy-on-write list read by scrapes and lookups
 
-	mu            sync.Mutex // guards the fields below
-	deps          map[string]*depRecord
+	budget  *seriesBudget
+	started time.Time // when New ran: agentbreaker_start_time_seconds
+
+	mu            sync.Mutex            // guards the fields below
+	deps          map[string]*depRecord // by sanitised name; only breakers the budget admitted
+	other         depRecord             // what events taught us about the breakers folded into "other"
 	journalSet    bool
 	journalN      int
 	journalOldest time.Time
@@ -45,9 +49,13 @@ type Telemetry struct {
 	durations     *prometheus.HistogramVec
 	shortCircuits *prometheus.CounterVec
 	bulkhead      *prometheus.CounterVec
-	budget        *prometheus.CounterVec
+	retryBudget   *prometheus.CounterVec
 	failovers     *prometheus.CounterVec
 	routeServing  *prometheus.GaugeVec
+	abandoned     *prometheus.GaugeVec
+	abandonedAll  *prometheus.CounterVec
+
+	histCost int // series of one call-duration child
 }
 
 var (
@@ -68,7 +76,12 @@ func New(cfg Config) (*Telemetry, error) {
 		log:  cfg.Logger,
 		clk:  cfg.Clock,
 		deps: make(map[string]*depRecord),
+
+		budget:   newSeriesBudget(cfg.MaxSeries, cfg.Logger),
+		started:  cfg.Clock.Now(),
+		histCost: len(cfg.DurationBuckets) + 3,
 	}
+	t.other.transitions = make(map[transition]uint64)
 	guard := func(name string) *labelGuard { return newLabelGuard(name, cfg.MaxLabelValues, cfg.Logger) }
 	t.dependency, t.tool, t.model, t.region = guard("dependency"), guard("tool"), guard("model"), guard("region")
 	t.errorClass, t.cause, t.route = guard("error_class"), guard("cause"), guard("from/to")
@@ -90,7 +103,7 @@ func New(cfg Config) (*Telemetry, error) {
 		Name: nameBulkheadRejections,
 		Help: "Calls refused because the dependency's bulkhead was full.",
 	}, []string{"dependency"})
-	t.budget = prometheus.NewCounterVec(prometheus.CounterOpts{
+	t.retryBudget = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: nameRetryBudgetExhausted,
 		Help: "Retries refused because the dependency's retry budget was spent.",
 	}, []string{"dependency"})
@@ -102,6 +115,15 @@ func New(cfg Config) (*Telemetry, error) {
 		Name: nameRouteServing,
 		Help: "1 for the model route serving calls now, 0 for routes that served before.",
 	}, []string{"model", "region"})
+
+	t.abandoned = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: nameAbandoned,
+		Help: "Tool calls that ran past their timeout and are still running: the wrapper answered without them and their goroutine is stuck until the tool returns.",
+	}, []string{"tool"})
+	t.abandonedAll = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: nameAbandonedTotal,
+		Help: "Tool calls abandoned after their timeout because the tool ignored its context.",
+	}, []string{"tool"})
 
 	if cfg.Breakers != nil {
 		t.Watch(cfg.Breakers)
@@ -159,24 +181,31 @@ func (t *Telemetry) Describe(ch chan<- *prometheus.Desc) {
 	t.durations.Describe(ch)
 	t.shortCircuits.Describe(ch)
 	t.bulkhead.Describe(ch)
-	t.budget.Describe(ch)
+	t.retryBudget.Describe(ch)
 	t.failovers.Describe(ch)
 	t.routeServing.Describe(ch)
+	t.abandoned.Describe(ch)
+	t.abandonedAll.Describe(ch)
+	t.budget.overflow.Describe(ch)
 	for _, d := range scrapeDescs {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector. Breaker state is read now, from the watched
-// sources.
+// sources. Whatever names it was fed, a scrape holds at most Config.SeriesBound()
+// series and every label value is valid UTF-8 without control characters.
 func (t *Telemetry) Collect(ch chan<- prometheus.Metric) {
 	t.calls.Collect(ch)
 	t.durations.Collect(ch)
 	t.shortCircuits.Collect(ch)
 	t.bulkhead.Collect(ch)
-	t.budget.Collect(ch)
+	t.retryBudget.Collect(ch)
 	t.failovers.Collect(ch)
 	t.routeServing.Collect(ch)
+	t.abandoned.Collect(ch)
+	t.abandonedAll.Collect(ch)
+	t.budget.overflow.Collect(ch)
 	t.collectBreakers(ch)
 	t.collectGauges(ch)
 }

@@ -18,6 +18,9 @@ const (
 	DecisionBulkheadRejected     = "bulkhead_rejected"
 	DecisionRetryBudgetExhausted = "retry_budget_exhausted"
 	DecisionFailover             = "failover"
+	// DecisionAbandoned is a tool call its timeout wrapper stopped waiting for while
+	// the tool kept running (tooltimeout.Abandon).
+	DecisionAbandoned = "abandoned"
 )
 
 // Span attribute keys. They live under "agentbreaker." so they never collide with

@@ -64,6 +64,11 @@ type Config struct {
 	Backoff        time.Duration
 	SubAgentBudget time.Duration
 	TurnBudget     time.Duration
+	// OnAbandon, when set, is called when the wrapper gives up on a call that keeps
+	// running and again when that call returns (see Abandon), with the call's context.
+	// It runs on the call's goroutines, so it must be quick and safe for concurrent
+	// use; a panic in it is dropped. Defaults to nil.
+	OnAbandon func(context.Context, Abandon)
 }
 
 type functionTool = toolwrap.Inner
@@ -77,6 +82,7 @@ type Tool struct {
 	timeouts  atomic.Int64
 	panics    atomic.Int64
 	abandoned atomic.Int64 // calls still running after the wrapper gave up on them
+	onAbandon func(context.Context, Abandon)
 }
 
 // Wrap returns t with a per-call timeout and panic recovery. t must be a function tool
@@ -98,7 +104,7 @@ func Wrap(t tool.Tool, cfg Config) (*Tool, error) {
 			return nil, fmt.Errorf("tool %q: %w", t.Name(), err)
 		}
 	}
-	return &Tool{inner: ft, timeout: cfg.Timeout}, nil
+	return &Tool{inner: ft, timeout: cfg.Timeout, onAbandon: cfg.OnAbandon}, nil
 }
 
 // MustWrap is Wrap that panics on error.
@@ -167,6 +173,7 @@ func (w *Tool) Run(ctx agent.Context, args any) (map[string]any, error) {
 		m, err := w.call(cctx, args)
 		if !state.CompareAndSwap(running, finished) {
 			w.abandoned.Add(-1) // the wrapper gave up on this call earlier
+			w.notifyAbandon(ctx, true, err)
 		}
 		done <- result{m, err}
 	}()
@@ -176,6 +183,7 @@ func (w *Tool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	case <-tctx.Done():
 		if state.CompareAndSwap(running, abandoned) {
 			w.abandoned.Add(1)
+			w.notifyAbandon(ctx, false, nil)
 			if err := ctx.Err(); err != nil {
 				return nil, err // the caller gave up, not our timer
 			}

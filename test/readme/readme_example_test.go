@@ -1,4 +1,4 @@
-package agentbreaker_test
+package readme_test
 
 // The Go blocks of README.md, compiled. TestReadmeGoBlocksAreCompiled fails when a
 // block in the README is not found, line for line, in a function of a test file;
@@ -37,6 +37,10 @@ import (
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/telemetry"
 )
+
+// The README's snippets as functions: compiled, and listed here so that nothing
+// reports them unused.
+var _ = []any{lookupCustomer, modelFailover, journalAndRetry, pluginWithJournal, metrics, adminEndpoint}
 
 // rootAgent is an agent with the two CRM tools the README talks about.
 func newRootAgent() agent.Agent {
@@ -133,7 +137,7 @@ func modelFailover(proUS, proEU model.LLM, pager interface{ Notify(modelfailover
 
 func journalAndRetry(ctx context.Context, deps *dependencymap.Map, paymentsStatus journal.StatusLookup, req *http.Request, args map[string]any) error {
 	j, err := journal.Open(ctx, journal.Config{
-		Backend: sqlite.Backend{Path: "/var/lib/agent/intents.db"},                 // or postgres.Backend{DSN: ...}
+		Backend: sqlite.Backend{Path: "/var/lib/agent/intents.db"},           // or postgres.Backend{DSN: ...}
 		Lookups: map[string]journal.StatusLookup{"payments": paymentsStatus}, // was it applied?
 	})
 	if err != nil {
@@ -192,8 +196,8 @@ func adminEndpoint(deps *dependencymap.Map, guard *callbacks.Callbacks, failover
 		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"), // required, 16+ bytes, no default
 		Breakers:  deps,
 		Bulkheads: admin.BulkheadGroup(guard.Bulkheads()), // optional
-		Routes:    admin.FailoverRoutes(failover),          // optional
-		Journal:   admin.JournalOf(j),                      // optional
+		Routes:    admin.FailoverRoutes(failover),         // optional
+		Journal:   admin.JournalOf(j),                     // optional
 		Logger:    slog.Default(),
 	})
 	if err != nil {

@@ -115,6 +115,7 @@ func (s *logSink) records(t *testing.T) []map[string]any {
 
 type fixture struct {
 	srv     *httptest.Server
+	history *admin.History
 	deps    *dependencymap.Map
 	journal *memJournal
 	reg     *prometheus.Registry
@@ -130,6 +131,7 @@ func newFixture(t *testing.T, mutate ...func(*admin.Config)) *fixture {
 	f := &fixture{journal: &memJournal{}, reg: prometheus.NewPedanticRegistry(), logs: &logSink{},
 		clock: clock.NewFake(time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC))}
 	tel := telemetry.MustNew(telemetry.Config{Registerer: f.reg, Clock: f.clock})
+	f.history = admin.MustNewHistory(admin.HistoryConfig{})
 	f.deps = dependencymap.MustNew(dependencymap.Config{
 		Clock:         f.clock,
 		PolicyVersion: "ops-1",
@@ -137,7 +139,7 @@ func newFixture(t *testing.T, mutate ...func(*admin.Config)) *fixture {
 			"crm":    {Tools: []string{"lookup_customer", "update_customer"}},
 			"search": {Tools: []string{"web_search"}, Policy: breaker.Policy{MinimumCalls: 1, Jitter: -1}},
 		},
-		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
+		OnStateChange: []func(breaker.Event){tel.BreakerEvent, f.history.Record},
 	})
 	tel.Watch(f.deps)
 	f.clock.Advance(time.Second)
@@ -157,6 +159,8 @@ func newFixture(t *testing.T, mutate ...func(*admin.Config)) *fixture {
 		Bulkheads: staticBulkheads{{Dependency: "crm", InFlight: 3, Limit: 8, Waiting: 1}},
 		Routes:    staticRoutes{{Model: "gemini-2.5-pro", Region: "us-central1", Primary: true}, {Model: "gemini-2.5-pro", Region: "europe-west4", Serving: true}},
 		Journal:   f.journal,
+		History:   f.history,
+		Refresh:   time.Second,
 		Logger:    slog.New(slog.NewJSONHandler(f.logs, nil)),
 		Clock:     f.clock,
 	}

@@ -1,4 +1,4 @@
-package agentbreaker_test
+package readme_test
 
 import (
 	"go/ast"
@@ -12,15 +12,20 @@ import (
 	"testing"
 )
 
+// repoRoot is the repository, two levels up from this package (test/readme).
+const repoRoot = "../.."
+
 // goBlock matches a fenced Go block in Markdown.
 var goBlock = regexp.MustCompile("(?ms)^```go\n(.*?)^```")
 
 // TestReadmeGoBlocksAreCompiled keeps the README from going stale: every Go block in
 // it must appear, line for line (indentation aside), in the body of a function in a
 // test file of the repository (readme_example_test.go holds most of them), where the
-// compiler checks it on every test run.
+// compiler checks it on every test run. It lives in the test module because the
+// README's examples import everything, and a test of a package users import would put
+// all of that into their go.sum.
 func TestReadmeGoBlocksAreCompiled(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +59,11 @@ type exampleBody struct {
 func exampleBodies(t *testing.T) []exampleBody {
 	t.Helper()
 	var out []exampleBody
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != ".") {
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != repoRoot {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {

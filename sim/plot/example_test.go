@@ -1,0 +1,34 @@
+package plot_test
+
+import (
+	"bytes"
+	"fmt"
+	"image/png"
+
+	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/sim/plot"
+)
+
+// Draw the design document's incident, one row per strategy.
+func ExampleWrite() {
+	res, err := sim.Run(sim.Scenario{Strategies: []string{sim.StrategyPolicy}}, sim.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := plot.Write(&buf, res, plot.PNG); err != nil {
+		fmt.Println(err)
+		return
+	}
+	img, err := png.Decode(&buf)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(img.Bounds().Dx(), "x", img.Bounds().Dy())
+	fmt.Println(plot.Titles(res)[1])
+	// Output:
+	// 1498 x 221
+	// agentbreaker-policy: calls to enrichment per 10 s (43 in outage)
+}

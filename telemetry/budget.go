@@ -1,0 +1,208 @@
+package telemetry
+
+import (
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultMaxSeries is the default of Config.MaxSeries.
+const DefaultMaxSeries = 10000
+
+// MaxLabelLength caps a label value, in bytes. A longer name (a model can invent one of
+// any length) is cut at a character boundary and ends in "…", so one call cannot make
+// every scrape large.
+const MaxLabelLength = 128
+
+// family identifies a metric family in the series budget.
+type family uint8
+
+const (
+	famBreaker    family = iota // every series of one breaker, read at scrape time
+	famTransition               // a transition the breaker does not make by itself (operator, ...)
+	famCalls
+	famDurations
+	famShortCircuits
+	famBulkhead
+	famBudget
+	famFailovers
+	famRouteServing
+	famAbandoned
+	famAbandonedTotal
+	numFamilies
+)
+
+// familyNames are the values of the metric label of agentbreaker_telemetry_series_overflow_total.
+var familyNames = [numFamilies]string{
+	famBreaker:        nameBreakerState, // a breaker's series are folded together
+	famTransition:     nameTransitions,
+	famCalls:          nameCalls,
+	famDurations:      nameCallDuration,
+	famShortCircuits:  nameShortCircuits,
+	famBulkhead:       nameBulkheadRejections,
+	famBudget:         nameRetryBudgetExhausted,
+	famFailovers:      nameModelFailovers,
+	famRouteServing:   nameRouteServing,
+	famAbandoned:      nameAbandoned,
+	famAbandonedTotal: nameAbandonedTotal,
+}
+
+// breakerSeries is how many series one breaker exports: 5 state, 8 single gauges and
+// counters (open duration, open seconds, retry-after, three window counts, probes in
+// flight, cooldown extensions), the 5 automatic transitions and 3 probe results.
+// Transitions it does not make by itself cost one more each, when they first happen.
+const breakerSeries = 5 + 8 + 5 + 3
+
+// maxOtherTransitions bounds the transitions of the "other" breaker row beyond the
+// automatic ones: every (from, to, cause) of 5 states and 7 causes.
+const maxOtherTransitions = 5*5*7 - 5
+
+// seriesKey identifies one admitted series (or one breaker) without allocating.
+type seriesKey struct {
+	fam    family
+	labels [4]string
+}
+
+// seriesBudget admits new series until their total reaches max; after that, callers
+// report under the family's "other" series and the refusal is counted. Admission is
+// sticky: a series admitted once keeps its labels for the life of the Telemetry, so a
+// counter never moves between its own series and "other". It is safe for concurrent
+// use; a series already admitted costs one read-locked map lookup.
+type seriesBudget struct {
+	max      int
+	log      *slog.Logger
+	overflow *prometheus.CounterVec
+	folded   [numFamilies]prometheus.Counter
+	warned   atomic.Bool
+
+	mu       sync.RWMutex
+	used     int
+	admitted map[seriesKey]struct{}
+}
+
+func newSeriesBudget(max int, log *slog.Logger) *seriesBudget {
+	b := &seriesBudget{max: max, log: log, admitted: make(map[seriesKey]struct{})}
+	b.overflow = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: nameSeriesOverflow,
+		Help: "Reports folded into a series labelled \"other\" because the telemetry's series budget (Config.MaxSeries) was spent, by metric family.",
+	}, []string{"metric"})
+	for f := range numFamilies {
+		b.folded[f] = b.overflow.WithLabelValues(familyNames[f])
+	}
+	return b
+}
+
+// admit reports whether the series k may be exported under its own labels, charging
+// cost series to the budget the first time. A refusal is counted and, once, logged.
+func (b *seriesBudget) admit(k seriesKey, cost int) bool {
+	if b.tryAdmit(k, cost) {
+		return true
+	}
+	b.folded[k.fam].Inc()
+	if !b.warned.Swap(true) {
+		b.log.Warn("agentbreaker: telemetry series budget spent; new series are reported as \"other\"",
+			"max_series", b.max, "metric", familyNames[k.fam], "first_folded", strings.TrimSpace(strings.Join(k.labels[:], " ")))
+	}
+	return false
+}
+
+// tryAdmit is admit without counting or logging a refusal: scrapes use it, since
+// they fold the same breakers again every time.
+func (b *seriesBudget) tryAdmit(k seriesKey, cost int) bool {
+	b.mu.RLock()
+	_, ok := b.admitted[k]
+	b.mu.RUnlock()
+	if ok {
+		return true
+	}
+	b.mu.Lock()
+	if _, ok := b.admitted[k]; ok {
+		b.mu.Unlock()
+		return true
+	}
+	if b.used+cost <= b.max {
+		b.used += cost
+		b.admitted[k] = struct{}{}
+		b.mu.Unlock()
+		return true
+	}
+	b.mu.Unlock()
+	return false
+}
+
+// known reports whether k was admitted, without charging anything.
+func (b *seriesBudget) known(k seriesKey) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	_, ok := b.admitted[k]
+	return ok
+}
+
+// SeriesBound is the most series a Telemetry with this configuration exports, whatever
+// names it is fed: the budget (MaxSeries) plus the fixed "other" rows and the series
+// that do not depend on names. With the defaults it is DefaultSeriesBound.
+func (c Config) SeriesBound() int {
+	if c.MaxSeries == 0 {
+		c.MaxSeries = DefaultMaxSeries
+	}
+	if c.DurationBuckets == nil {
+		c.DurationBuckets = DefaultDurationBuckets
+	}
+	// A call-duration series: its buckets, +Inf, _sum and _count.
+	hist := len(c.DurationBuckets) + 3
+	// SUCCEEDED, FAILED_BEFORE_SEND, FAILED, UNKNOWN.
+	const outcomes = 4
+	// The "other" rows: the breaker row (no open_seconds_total) with every transition
+	// it could hold, calls and call durations per outcome, short circuits per state,
+	// then bulkhead, retry budget, failovers, route serving, and the abandoned gauge
+	// and counter.
+	otherRows := breakerSeries - 1 + maxOtherTransitions +
+		outcomes + outcomes*hist + 5 +
+		4 + 2
+	// The overflow counter (one series per family), the journal gauges, the fallback
+	// ratio and the start time.
+	const fixed = int(numFamilies) + 2 + 1 + 1
+	return c.MaxSeries + otherRows + fixed
+}
+
+// DefaultSeriesBound is Config{}.SeriesBound(): the worst case with the default
+// MaxSeries and DurationBuckets.
+const DefaultSeriesBound = DefaultMaxSeries + (breakerSeries - 1 + maxOtherTransitions) + 4 + 4*17 + 5 + 4 + 2 + int(numFamilies) + 4
+
+// sanitizeLabel makes v safe as a label value: invalid UTF-8 and control characters
+// become U+FFFD (the Prometheus client refuses invalid UTF-8, and a scrape that
+// panics or fails answers 500), and a value longer than MaxLabelLength is cut.
+func sanitizeLabel(v string) string {
+	clean := len(v) <= MaxLabelLength && utf8.ValidString(v)
+	if clean {
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x20 || c == 0x7f || c >= 0x80 {
+				clean = false // control character, or a rune to check below
+				break
+			}
+		}
+	}
+	if clean {
+		return v
+	}
+	v = strings.ToValidUTF8(v, "\uFFFD")
+	v = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, v)
+	if len(v) > MaxLabelLength {
+		cut := MaxLabelLength - len("…")
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		v = v[:cut] + "…"
+	}
+	return v
+}
