@@ -82,8 +82,13 @@ func (o *ModelObserver) ObserveCall(_ context.Context, c modelfailover.Call) {
 	if cause == "" {
 		cause = unknownLabel
 	}
-	o.fallbackCalls.WithLabelValues(o.t.route.required(routeKey(c.FallbackFrom)),
-		o.t.route.required(routeKey(c.Route)), o.t.cause.value(cause)).Inc()
+	from, to, cause := o.t.route.required(routeKey(c.FallbackFrom)), o.t.route.required(routeKey(c.Route)), o.t.cause.value(cause)
+	// The series budget has no family of its own for this counter yet: its series
+	// are charged to the failover family, under a key of their own.
+	if !o.t.admit(famFailovers, 1, from, to, cause, nameModelFallbackCalls) {
+		from, to, cause = otherLabel, otherLabel, otherLabel
+	}
+	o.fallbackCalls.WithLabelValues(from, to, cause).Inc()
 }
 
 // ObserveFailover counts one change of serving route and adds it to the span in ctx.
@@ -92,7 +97,11 @@ func (o *ModelObserver) ObserveFailover(ctx context.Context, e modelfailover.Eve
 	if cause == "" {
 		cause = unknownLabel
 	}
-	o.t.failovers.WithLabelValues(o.t.route.required(from), o.t.route.required(to), o.t.cause.value(cause)).Inc()
+	lf, lt, lc := o.t.route.required(from), o.t.route.required(to), o.t.cause.value(cause)
+	if !o.t.admit(famFailovers, 1, lf, lt, lc) {
+		lf, lt, lc = otherLabel, otherLabel, otherLabel
+	}
+	o.t.failovers.WithLabelValues(lf, lt, lc).Inc()
 	if ctx != nil {
 		AnnotateSpan(ctx, Decision{Kind: DecisionFailover, Dependency: from, State: e.BreakerState.String(),
 			PolicyVersion: e.PolicyVersion, From: from, To: to, Cause: cause})
@@ -114,12 +123,18 @@ func (o *ModelObserver) Collect(ch chan<- prometheus.Metric) {
 	st := f.Stats()
 	ch <- prometheus.MustNewConstMetric(descFallbackRatio, prometheus.GaugeValue, st.Window.FallbackShare)
 	for _, r := range f.Routes() {
+		m, reg := o.t.model.value(r.Model), o.t.region.value(r.Region)
+		// Routes are configured, so they are few; a route the spent series budget
+		// refuses is left out rather than folded, which would make two routes one
+		// series.
+		if !o.t.budget.tryAdmit(seriesKey{fam: famRouteServing, labels: [4]string{m, reg}}, 1) {
+			continue
+		}
 		v := 0.0
 		if r.Name == st.Serving.Name {
 			v = 1
 		}
-		ch <- prometheus.MustNewConstMetric(descModelRouteServing, prometheus.GaugeValue, v,
-			o.t.model.value(r.Model), o.t.region.value(r.Region))
+		ch <- prometheus.MustNewConstMetric(descModelRouteServing, prometheus.GaugeValue, v, m, reg)
 	}
 }
 
