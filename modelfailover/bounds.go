@@ -139,15 +139,20 @@ func (w *watchdog) waiting() {
 
 // stop ends the watch: timers stop and the attempt's context is released.
 func (w *watchdog) stop() {
+	w.stopTimers()
+	w.cancel(nil)
+}
+
+// stopTimers stops the timers and leaves the context alone.
+func (w *watchdog) stopTimers() {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.done = true
 	for _, s := range []func() bool{w.stopIdle, w.stopAll} {
 		if s != nil {
 			s()
 		}
 	}
-	w.mu.Unlock()
-	w.cancel(nil)
 }
 
 // expired returns the bound that cancelled the attempt, if one did.

@@ -15,11 +15,21 @@ import (
 // boundsHarness runs the failover model with the three time bounds on the fake
 // timer clock; any bound left zero is off.
 func boundsHarness(t *testing.T, first, gap, whole time.Duration) (*harness, *region, *region) {
+	return boundsHarnessFor(t, false, first, gap, whole)
+}
+
+// boundsHarnessFor is boundsHarness, optionally with the agent keeping region A's
+// model and using the callbacks (the transport then enforces the bounds).
+func boundsHarnessFor(t *testing.T, callbacks bool, first, gap, whole time.Duration) (*harness, *region, *region) {
 	a, b := twoRegions(t)
-	h := newHarness(t, harnessConfig{regions: []*region{a, b}, mutate: func(c *modelfailover.Config) {
+	hc := harnessConfig{regions: []*region{a, b}, mutate: func(c *modelfailover.Config) {
 		c.AttemptTimeout, c.ChunkTimeout, c.CallTimeout = first, gap, whole
-	}})
-	return h, a, b
+	}}
+	if callbacks {
+		hc.agentModel = a.llm
+		hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
+	}
+	return newHarness(t, hc), a, b
 }
 
 // stepChunks lets n chunks of a gated stream out, advancing the clock by every
@@ -44,7 +54,15 @@ func stepChunks(t *testing.T, h *harness, gate *geminifake.Gate, items <-chan st
 // twice AttemptTimeout (500ms): it is not cut, and it counts as the route's
 // success. AttemptTimeout bounds the first chunk, ChunkTimeout (300ms) each gap.
 func TestHealthyStreamIsNotCutByAttemptTimeout(t *testing.T) {
-	h, a, b := boundsHarness(t, 500*time.Millisecond, 300*time.Millisecond, 0)
+	for _, callbacks := range []bool{false, true} {
+		t.Run(map[bool]string{false: "model", true: "callbacks"}[callbacks], func(t *testing.T) {
+			healthyStream(t, callbacks)
+		})
+	}
+}
+
+func healthyStream(t *testing.T, callbacks bool) {
+	h, a, b := boundsHarnessFor(t, callbacks, 500*time.Millisecond, 300*time.Millisecond, 0)
 	gate := geminifake.NewGate(0)
 	require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"one ", "two ", "three ", "four ", "five"}, Gate: gate}))
 	items := streamTurn(h, "count")
@@ -77,7 +95,15 @@ func TestHealthyStreamIsNotCutByAttemptTimeout(t *testing.T) {
 // route's failure (class timeout), returned to the caller as a *TimeoutError and
 // never replaced by another route's answer.
 func TestStalledStreamIsCutByChunkTimeout(t *testing.T) {
-	h, a, b := boundsHarness(t, 500*time.Millisecond, 300*time.Millisecond, 0)
+	for _, callbacks := range []bool{false, true} {
+		t.Run(map[bool]string{false: "model", true: "callbacks"}[callbacks], func(t *testing.T) {
+			stalledStream(t, callbacks)
+		})
+	}
+}
+
+func stalledStream(t *testing.T, callbacks bool) {
+	h, a, b := boundsHarnessFor(t, callbacks, 500*time.Millisecond, 300*time.Millisecond, 0)
 	gate := geminifake.NewGate(0)
 	require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"one ", "two ", "three"}, Gate: gate}))
 	items := streamTurn(h, "count")
@@ -88,16 +114,21 @@ func TestStalledStreamIsCutByChunkTimeout(t *testing.T) {
 	h.clock.waitArmed(1) // not yet
 	h.clock.Advance(time.Millisecond)
 	it := <-items
-	var te *modelfailover.TimeoutError
-	require.ErrorAs(t, it.err, &te)
-	assert.ErrorIs(t, it.err, modelfailover.ErrTimeout)
-	assert.Equal(t, modelfailover.BoundChunkGap, te.Bound)
-	assert.Equal(t, 300*time.Millisecond, te.After)
+	require.Error(t, it.err)
+	if !callbacks {
+		// The callbacks pass the model's own error on; the failover model wraps it.
+		var te *modelfailover.TimeoutError
+		require.ErrorAs(t, it.err, &te)
+		assert.ErrorIs(t, it.err, modelfailover.ErrTimeout)
+		assert.Equal(t, modelfailover.BoundChunkGap, te.Bound)
+		assert.Equal(t, 300*time.Millisecond, te.After)
+	}
 	for range items {
 	}
 	assert.Equal(t, int64(1), h.breaker(a).Snapshot().Window.Failures)
 	assert.Zero(t, b.requests(), "partial output was given: no second answer")
 	assert.Equal(t, []string{"failed:" + routeA}, h.events.servedBy())
+	assert.Equal(t, "timeout", string(h.events.callList()[0].Class))
 }
 
 // A stream whose first chunk does not come within AttemptTimeout fails over: the

@@ -150,7 +150,9 @@ func (f *Failover) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model
 func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Permit, req *model.LLMRequest, t *turn) {
 	t.tried++
 	req.Model = r.Model
-	rec := &recorder{}
+	// The transport (NewTransport) enforces the first-response and chunk-gap
+	// bounds on this call, which the callbacks cannot do themselves.
+	rec := &recorder{bounds: bounds{first: f.bounds.first, gap: f.bounds.gap, clk: f.bounds.clk}}
 	id := tag(rec)
 	// genai's HTTPOptions.Timeout bounds the whole HTTP exchange, a stream
 	// included, and a callback cannot tell whether the call streams (adk-go's
@@ -213,7 +215,7 @@ func (f *Failover) AfterModel(ctx agent.Context, resp *model.LLMResponse, respEr
 	defer untag(pc.tag)
 	switch {
 	case respErr != nil:
-		c := f.classify(ctx, nil, respErr, pc.rec)
+		c := f.classify(ctx, pc.rec.attemptContext(), respErr, pc.rec)
 		f.report(pc.r, &pc.p, c)
 		f.finish(ctx, pc.t, pc.r, failedOrAbandoned(ctx), c.Class, pc.probe)
 	case resp == nil:
@@ -242,7 +244,7 @@ func (f *Failover) OnModelError(ctx agent.Context, req *model.LLMRequest, callEr
 		return nil, nil
 	}
 	defer untag(pc.tag)
-	c := f.classify(ctx, nil, callErr, pc.rec)
+	c := f.classify(ctx, pc.rec.attemptContext(), callErr, pc.rec)
 	f.report(pc.r, &pc.p, c)
 	t := pc.t
 	if pc.yielded.Load() || c.Verdict != classify.Counts {

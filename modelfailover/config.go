@@ -74,16 +74,19 @@ type Config struct {
 	// stream has sent a chunk, AttemptTimeout no longer applies (ChunkTimeout and
 	// CallTimeout do), so a healthy stream is never cut by it. The caller's own
 	// deadline never counts. The timers run on Clock when it is a [TimerClock].
-	// It does not apply to the agent's own model in the callbacks path: a callback
-	// can neither wrap that call's context nor tell whether it streams (use
-	// CallTimeout there). Fallbacks called from the callbacks are bounded.
-	// Defaults to 0: no bound.
+	// In the callbacks path, where a callback can neither wrap the agent's own
+	// model call's context nor tell whether it streams, the transport made by
+	// [NewTransport] enforces it on the HTTP exchange (first data of a stream, or
+	// the whole body); without that transport it does not apply to the agent's own
+	// model. Defaults to 0: no bound.
 	AttemptTimeout time.Duration
 	// ChunkTimeout bounds the gap between two chunks of a stream, measured while
 	// the attempt waits for the model (not while the caller handles a chunk). A
 	// stream that stalls longer fails: as the route's failure, returned to the
-	// caller after partial output. Not applied to the agent's own model in the
-	// callbacks path. Defaults to 0: no bound.
+	// caller after partial output. In the callbacks path [NewTransport] enforces
+	// it from each read that brought data (there the caller's time with a chunk
+	// counts in the gap); without that transport it does not apply to the agent's
+	// own model. Defaults to 0: no bound.
 	ChunkTimeout time.Duration
 	// CallTimeout bounds a whole attempt, streamed or not, from its request to its
 	// final response. Set it above the longest healthy answer: it cuts a stream

@@ -54,6 +54,9 @@ import (
 // the caller the call fails over, afterwards the error is returned. A healthy
 // stream that keeps sending chunks is never cut by AttemptTimeout or
 // ChunkTimeout. The time the caller spends on a chunk is not counted as a gap.
+// In the callbacks path the agent's own model call is bounded by [NewTransport]
+// (AttemptTimeout, ChunkTimeout) and by the request's HTTPOptions.Timeout
+// (CallTimeout); the error then reaches the caller as the model returned it.
 //
 // A Failover is safe for concurrent use: adk runs many sessions, and parallel
 // agents, on separate goroutines. Hooks and the Observer are called outside its

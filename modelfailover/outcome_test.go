@@ -165,6 +165,11 @@ func TestAttemptTimeoutCountsAndFailsOver(t *testing.T) {
 		{name: "Config.AttemptTimeout", fakeClock: true, hc: func(hc *harnessConfig) {
 			hc.mutate = func(c *modelfailover.Config) { c.AttemptTimeout = timeout }
 		}},
+		{name: "Config.AttemptTimeout, callbacks", fakeClock: true, hc: func(hc *harnessConfig) {
+			hc.mutate = func(c *modelfailover.Config) { c.AttemptTimeout = timeout }
+			hc.agentModel = hc.regions[0].llm
+			hc.routes = []modelfailover.Route{{Model: pro, Region: hc.regions[0].name}, hc.regions[1].route()}
+		}},
 		{name: "set by the agent's own callback", hc: func(hc *harnessConfig) {
 			hc.agentCfg = func(c *llmagent.Config) { c.BeforeModelCallbacks = []llmagent.BeforeModelCallback{setTimeout} }
 		}},
@@ -180,6 +185,7 @@ func TestAttemptTimeoutCountsAndFailsOver(t *testing.T) {
 			if tt.fakeClock {
 				go func() {
 					<-gate.Arrived()
+					h.clock.waitArmed(1)
 					h.clock.Advance(timeout)
 				}()
 			}

@@ -29,6 +29,18 @@ type recorder struct {
 	status int
 	header http.Header
 	body   bodyEvidence
+	// bounds, set by the callbacks for the agent's own model call, are enforced by
+	// the transport on the HTTP exchange (the callbacks cannot wrap the call's
+	// context); actx is then the exchange's context, whose cause tells a bound ran out.
+	bounds bounds
+	actx   context.Context
+}
+
+// attemptContext returns the context the transport enforced the bounds on, or nil.
+func (r *recorder) attemptContext() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.actx
 }
 
 // bodyEvidence is what a 200 JSON answer held, read as the client consumed it:
@@ -178,7 +190,24 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Del(attemptHeader)
 	}
+	var w *watchdog
+	if rec != nil && (rec.bounds.first > 0 || rec.bounds.gap > 0) {
+		var actx context.Context
+		actx, w = rec.bounds.watch(req.Context())
+		rec.mu.Lock()
+		rec.actx = actx
+		rec.mu.Unlock()
+		req = req.WithContext(actx)
+	}
 	resp, err := t.base.RoundTrip(req)
+	if w != nil {
+		if resp == nil || resp.Body == nil {
+			w.stop()
+		} else {
+			sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+			resp.Body = &boundedBody{ReadCloser: resp.Body, w: w, sse: sse}
+		}
+	}
 	if rec != nil && resp != nil {
 		rec.record(resp)
 		if resp.StatusCode == http.StatusOK && resp.Body != nil &&
@@ -187,4 +216,35 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// boundedBody enforces the callbacks' time bounds on a response body: until the
+// first data of a stream (the whole body of an answer that is not streamed) the
+// first-response bound runs, then the gap bound from each read that brought data.
+// The caller's time with a chunk cannot be told apart here, so it counts in the gap.
+type boundedBody struct {
+	io.ReadCloser
+	w    *watchdog
+	sse  bool
+	once sync.Once
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err != nil:
+		b.w.stopTimers() // the answer is complete (or broken): no bound applies now
+	case n > 0 && b.sse:
+		b.w.received()
+		b.w.waiting()
+	}
+	return n, err
+}
+
+// Close ends the watch and releases the exchange's context; a cause a bound already
+// set stays.
+func (b *boundedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.w.stop)
+	return err
 }
