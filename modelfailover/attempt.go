@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
+	"reflect"
 	"slices"
 
 	"google.golang.org/adk/v2/model"
@@ -30,9 +32,8 @@ const (
 
 // note is why one route did not serve a call.
 type note struct {
-	idx    int
-	cause  Cause
-	reason string
+	idx   int
+	cause Cause
 }
 
 // turn records what happened to each route during one model call. It belongs to
@@ -45,33 +46,15 @@ type turn struct {
 	tried     int // routes called
 }
 
-func (t *turn) skip(r *route, err error) {
-	reason := fmt.Sprintf("%s skipped: breaker %s", r.Name, r.b.State())
-	if oe, ok := errors.AsType[*breaker.OpenError](err); ok {
-		reason = fmt.Sprintf("%s skipped: %v", r.Name, oe)
-	}
-	t.notes = append(t.notes, note{idx: r.idx, cause: CauseBreakerOpen, reason: reason})
+func (t *turn) skip(r *route) {
+	t.notes = append(t.notes, note{idx: r.idx, cause: CauseBreakerOpen})
 	t.skipped = append(t.skipped, r.Name)
 }
 
 func (t *turn) fail(r *route, c classify.Classification, err error) {
-	t.notes = append(t.notes, note{idx: r.idx, cause: Cause(c.Class),
-		reason: fmt.Sprintf("%s failed (%s): %v", r.Name, c.Class, err)})
+	t.notes = append(t.notes, note{idx: r.idx, cause: Cause(c.Class)})
 	t.attempts = append(t.attempts, AttemptError{Route: r.Name, Class: c.Class, Err: err})
 	t.lastRoute = r
-}
-
-// why returns the note on route idx, else the last note of the call.
-func (t *turn) why(idx int) (note, bool) {
-	for _, n := range t.notes {
-		if n.idx == idx {
-			return n, true
-		}
-	}
-	if len(t.notes) > 0 {
-		return t.notes[len(t.notes)-1], true
-	}
-	return note{}, false
 }
 
 func (t *turn) routesError() error {
@@ -86,7 +69,7 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req
 	stream bool, t *turn, yield func(*model.LLMResponse, error) bool) (done bool) {
 	probe := p.IsProbe()
 	t.tried++
-	// The caller stopped reading, or the model panicked: free the permit (and a
+	// The model panicked, or an early return left the permit: free it (and a
 	// probe's slot) without judging the route. A no-op once an outcome is reported.
 	defer p.Ignore()
 	llm := r.LLM
@@ -94,60 +77,73 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req
 		llm = f.routes[0].LLM
 	}
 	rec := &recorder{}
+	actx, w := f.bounds.watch(ctx)
+	defer w.stop()
 	yielded, answered := false, false
-	for resp, err := range llm.GenerateContent(withRecorder(ctx, rec), f.request(r, req), stream) {
+	// failed ends the attempt on a failure: another route is tried when nothing
+	// was passed on and the route is to blame, else the error goes to the caller.
+	failed := func(c classify.Classification, err error) bool {
+		f.report(r, p, c)
+		f.log.LogAttrs(ctx, slog.LevelDebug, "model failover: attempt failed",
+			slog.String("route", r.Name), slog.String("class", string(c.Class)),
+			slog.Int("status", c.StatusCode), slog.String("verdict", c.Verdict.String()),
+			slog.Bool("after_output", yielded), slog.Duration("retry_after", c.RetryAfter))
+		if !yielded && c.Verdict == classify.Counts {
+			t.fail(r, c, err)
+			return false
+		}
+		f.finish(ctx, t, r, failedOrAbandoned(ctx), c.Class, probe)
+		yield(nil, err)
+		return true
+	}
+	for resp, err := range llm.GenerateContent(withRecorder(ctx, actx, rec), f.request(r, req), stream) {
+		w.received()
 		if err != nil {
+			c := f.classify(ctx, actx, err, rec)
+			if e, ok := expired(actx); ok && ctx.Err() == nil {
+				err = &TimeoutError{Route: r.Name, Bound: e.bound, After: e.after, Err: err}
+			}
 			if answered {
 				yield(nil, err) // the outcome is already recorded
 				return true
 			}
-			c := f.classify(ctx, err, rec)
-			report(p, c)
-			f.log.LogAttrs(ctx, slog.LevelDebug, "model failover: attempt failed",
-				slog.String("route", r.Name), slog.String("class", string(c.Class)),
-				slog.String("verdict", c.Verdict.String()), slog.Bool("after_output", yielded),
-				slog.Duration("retry_after", c.RetryAfter), slog.Any("error", err))
-			if !yielded && c.Verdict == classify.Counts {
-				t.fail(r, c, err)
-				return false
-			}
-			f.finish(ctx, t, r, ServedFailed, c.Class, probe)
-			yield(nil, err)
-			return true
+			return failed(c, err)
 		}
-		if resp == nil {
+		if resp == nil || (resp.Partial && nothing(resp)) {
+			// An empty chunk tells the caller nothing: holding it back keeps a
+			// stream that never says anything eligible for failover.
+			w.waiting()
 			continue
 		}
 		if !resp.Partial && !answered {
-			// One success per call, on the final response: never per chunk.
-			answered = true
+			// One verdict per call, on the final response: never per chunk.
 			c := responseClass(resp)
-			report(p, c)
+			if c.Verdict == classify.Counts {
+				return failed(c, fmt.Errorf("%w (route %s)", ErrEmptyAnswer, r.Name))
+			}
+			answered = true
+			f.report(r, p, c)
 			f.finish(ctx, t, r, servedBy(r), c.Class, probe)
 		}
 		mark(resp, r)
 		yielded = true
 		if !yield(resp, nil) {
+			if !answered {
+				// The caller left mid-stream: one call, reported as abandoned; the
+				// deferred Ignore gives the permit back unjudged.
+				f.finish(ctx, t, r, ServedAbandoned, classify.ClassCanceled, probe)
+			}
 			return true
 		}
+		w.waiting()
 	}
 	if answered {
 		return true
 	}
-	c := classify.ForClass(classify.ClassUnclassified)
-	report(p, c)
-	err := fmt.Errorf("%w (route %s)", ErrNoFinalResponse, r.Name)
-	if !yielded {
-		t.fail(r, c, err)
-		return false
-	}
-	f.finish(ctx, t, r, ServedFailed, c.Class, probe)
-	yield(nil, err)
-	return true
+	return failed(classify.ForClass(classify.ClassUnclassified), fmt.Errorf("%w (route %s)", ErrNoFinalResponse, r.Name))
 }
 
-// request returns the request as route r sends it: its model name, the attempt
-// timeout, and copies of everything a model may change in place, so that a later
+// request returns the request as route r sends it: its model name and copies of everything a model may change in place, so that a later
 // route gets the request as the caller made it.
 func (f *Failover) request(r *route, req *model.LLMRequest) *model.LLMRequest {
 	c := *req
@@ -163,58 +159,85 @@ func (f *Failover) request(r *route, req *model.LLMRequest) *model.LLMRequest {
 		h.Headers.Del(attemptHeader) // the callbacks' tag names another attempt
 		cfg.HTTPOptions = &h
 	}
-	if f.timeout > 0 && (cfg.HTTPOptions == nil || cfg.HTTPOptions.Timeout == nil) {
-		if cfg.HTTPOptions == nil {
-			cfg.HTTPOptions = &genai.HTTPOptions{}
-		}
-		d := f.timeout
-		cfg.HTTPOptions.Timeout = &d
-	}
 	c.Config = &cfg
 	return &c
 }
 
 // classify judges a failed attempt. ctx is the caller's context: when it is done
-// the caller gave up and the route is not to blame.
-func (f *Failover) classify(ctx context.Context, err error, rec *recorder) classify.Classification {
-	in := classify.Input{Context: ctx, Err: err, Now: f.clk.Now()}
-	if status, header := rec.get(); status != 0 {
-		if status >= 400 {
-			in.StatusCode = status
+// the caller gave up and the route is not to blame. actx is the attempt's own
+// context (nil in the callbacks path): when one of the Failover's time bounds
+// cancelled it, the attempt timed out.
+func (f *Failover) classify(ctx, actx context.Context, err error, rec *recorder) classify.Classification {
+	if actx != nil && ctx.Err() == nil {
+		if _, ok := expired(actx); ok {
+			return classify.ForClass(classify.ClassTimeout)
 		}
-		in.Header = header
 	}
+	in := classify.Input{Context: ctx, Err: err, Now: f.clk.Now()}
+	status, header, body := rec.get()
+	if status >= 400 {
+		in.StatusCode = status
+	}
+	in.Header = header
 	c := f.cls.Classify(in)
-	if c.Class == classify.ClassUnclassified && err.Error() == adkEmptyResponse {
-		// adk's Gemini model reports an answer without candidates, which is how the
-		// API answers a blocked prompt, as this bare error. The endpoint answered:
-		// counting it would let users' prompts trip the breaker, and another route
-		// would block the prompt too.
-		c = classify.ForClass(classify.ClassEmptyResult)
-		c.StatusCode = in.StatusCode
+	var apiErr genai.APIError
+	if c.Class == classify.ClassUnclassified && status == http.StatusOK && body.read && !errors.As(err, &apiErr) {
+		// The endpoint answered 200 and the model still failed: decide from the
+		// answer the transport saw, never from another library's error text.
+		switch {
+		case body.blockReason != "":
+			// The prompt was blocked: the request's fault. The endpoint works, and
+			// another route would block the prompt too.
+			c = classify.ForClass(classify.ClassSafetyBlock)
+		case body.candidates == 0:
+			// Nothing at all: the endpoint failed to answer (a broken gateway's
+			// "{}"). It stays an unclassified failure, which counts.
+		}
+		c.StatusCode = status
 	}
 	return c
 }
 
-// adkEmptyResponse is the text of the error model/gemini returns for an answer
-// with no candidates (google.golang.org/adk/v2 v2.2.0, gemini.go).
-const adkEmptyResponse = "empty response"
-
-// responseClass judges an answer. Every answer is a success for the endpoint's
-// health, including a safety block: the endpoint worked and would answer the same
-// way again. The class tells the two apart for metrics.
+// responseClass judges an answer. An answer is a success for the endpoint's
+// health, including a safety block or a blocked prompt (the endpoint worked and
+// would answer the same way again); the class tells them apart for metrics. An
+// answer with nothing at all in it (no content, no finish reason, no block
+// reason) is the endpoint's failure.
 func responseClass(resp *model.LLMResponse) classify.Classification {
-	reason := resp.FinishReason
-	if reason == "" && resp.ErrorCode != "" {
-		reason = genai.FinishReason(resp.ErrorCode) // a blocked prompt names its reason here
+	if nothing(resp) {
+		return classify.ForClass(classify.ClassUnclassified)
 	}
-	c := classify.FinishReason(reason)
+	c := classify.FinishReason(resp.FinishReason)
+	if resp.FinishReason == "" && resp.ErrorCode != "" {
+		// adk-go puts a blocked prompt's block reason here, with no candidate.
+		c = classify.ForClass(classify.ClassSafetyBlock)
+	}
 	c.Verdict = classify.Healthy
 	return c
 }
 
-// report hands a classification to the breaker through the permit.
-func report(p *breaker.Permit, c classify.Classification) {
+// nothing reports a response that carries no content, no finish reason and no
+// error code.
+func nothing(resp *model.LLMResponse) bool {
+	if resp.FinishReason != "" || resp.ErrorCode != "" {
+		return false
+	}
+	if resp.Content != nil {
+		for _, p := range resp.Content.Parts {
+			if p != nil && !reflect.ValueOf(*p).IsZero() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// report hands a classification to route r's breaker through the permit, and
+// keeps a failure that counts as the cause to name if that breaker opens.
+func (f *Failover) report(r *route, p *breaker.Permit, c classify.Classification) {
+	if c.Verdict == classify.Counts {
+		r.lastFail.Store(&failInfo{class: c.Class, status: c.StatusCode})
+	}
 	v := breaker.Ignore
 	switch c.Verdict {
 	case classify.Healthy:
@@ -223,6 +246,15 @@ func report(p *breaker.Permit, c classify.Classification) {
 		v = breaker.Failure
 	}
 	p.Report(breaker.Report{Verdict: v, RetryAfter: c.RetryAfter})
+}
+
+// failedOrAbandoned is how a call that ended in an error was served: abandoned
+// when the caller gave up (its context is done), else failed.
+func failedOrAbandoned(ctx context.Context) ServedBy {
+	if ctx.Err() != nil {
+		return ServedAbandoned
+	}
+	return ServedFailed
 }
 
 func servedBy(r *route) ServedBy {

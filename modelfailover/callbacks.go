@@ -1,7 +1,7 @@
 package modelfailover
 
 import (
-	"fmt"
+	"context"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -29,6 +29,7 @@ import (
 // pendingCall is a call admitted by BeforeModel and sent to the agent's own model,
 // waiting for its outcome. Whoever takes it out of the table owns it.
 type pendingCall struct {
+	ctx     context.Context // the call's context, kept for reporting a call abandoned
 	r       *route
 	p       breaker.Permit
 	probe   bool
@@ -100,11 +101,13 @@ func callKey(ctx agent.Context) string {
 	return ctx.InvocationID() + "\x00" + ctx.Branch() + "\x00" + ctx.AgentName()
 }
 
-// release frees the permits of calls whose outcome never came.
-func release(calls []*pendingCall) {
+// release frees the permits of calls whose outcome never came, and reports each
+// to the Observer as abandoned: one ObserveCall per model call, whatever happened.
+func (f *Failover) release(calls []*pendingCall) {
 	for _, pc := range calls {
 		untag(pc.tag)
 		pc.p.Ignore()
+		f.finish(pc.ctx, pc.t, pc.r, ServedAbandoned, classify.ClassCanceled, pc.probe)
 	}
 }
 
@@ -115,13 +118,13 @@ func release(calls []*pendingCall) {
 func (f *Failover) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
 	key := callKey(ctx)
 	if old := f.pending.take(key); old != nil {
-		release([]*pendingCall{old}) // a call under this key whose outcome never came
+		f.release([]*pendingCall{old}) // a call under this key whose outcome never came
 	}
 	t := &turn{}
 	for _, r := range f.routes {
 		p, err := r.b.Allow()
 		if err != nil {
-			t.skip(r, err)
+			t.skip(r)
 			continue
 		}
 		if r.idx == 0 || r.LLM == nil {
@@ -147,9 +150,16 @@ func (f *Failover) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model
 func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Permit, req *model.LLMRequest, t *turn) {
 	t.tried++
 	req.Model = r.Model
-	rec := &recorder{}
+	// The transport (NewTransport) enforces the first-response and chunk-gap
+	// bounds on this call, which the callbacks cannot do themselves.
+	rec := &recorder{bounds: bounds{first: f.bounds.first, gap: f.bounds.gap, clk: f.bounds.clk}}
 	id := tag(rec)
-	if id != "" || f.timeout > 0 {
+	// genai's HTTPOptions.Timeout bounds the whole HTTP exchange, a stream
+	// included, and a callback cannot tell whether the call streams (adk-go's
+	// callback context has no RunConfig). So only CallTimeout, which bounds the
+	// whole call by definition, can be put on the agent's own model call.
+	timeout := f.bounds.whole
+	if id != "" || timeout > 0 {
 		cfg := genai.GenerateContentConfig{}
 		if req.Config != nil {
 			cfg = *req.Config
@@ -165,15 +175,14 @@ func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Perm
 			}
 			h.Headers.Set(attemptHeader, id)
 		}
-		if f.timeout > 0 && h.Timeout == nil {
-			d := f.timeout
-			h.Timeout = &d
+		if timeout > 0 && h.Timeout == nil {
+			h.Timeout = &timeout
 		}
 		cfg.HTTPOptions = &h
 		req.Config = &cfg
 	}
-	pc := &pendingCall{r: r, p: p, probe: p.IsProbe(), rec: rec, tag: id, t: t, since: f.clk.Now()}
-	release(f.pending.put(key, pc, pc.since))
+	pc := &pendingCall{ctx: ctx, r: r, p: p, probe: p.IsProbe(), rec: rec, tag: id, t: t, since: f.clk.Now()}
+	f.release(f.pending.put(key, pc, pc.since))
 }
 
 // inline calls a fallback's own LLM from inside a callback, not streamed.
@@ -206,15 +215,20 @@ func (f *Failover) AfterModel(ctx agent.Context, resp *model.LLMResponse, respEr
 	defer untag(pc.tag)
 	switch {
 	case respErr != nil:
-		c := f.classify(ctx, respErr, pc.rec)
-		report(&pc.p, c)
-		f.finish(ctx, pc.t, pc.r, ServedFailed, c.Class, pc.probe)
+		c := f.classify(ctx, pc.rec.attemptContext(), respErr, pc.rec)
+		f.report(pc.r, &pc.p, c)
+		f.finish(ctx, pc.t, pc.r, failedOrAbandoned(ctx), c.Class, pc.probe)
 	case resp == nil:
 		pc.p.Ignore()
+		f.finish(ctx, pc.t, pc.r, ServedAbandoned, classify.ClassCanceled, pc.probe)
 	default:
 		c := responseClass(resp)
-		report(&pc.p, c)
-		f.finish(ctx, pc.t, pc.r, servedBy(pc.r), c.Class, pc.probe)
+		f.report(pc.r, &pc.p, c)
+		s := servedBy(pc.r)
+		if c.Verdict == classify.Counts {
+			s = ServedFailed // an answer with nothing in it: adk-go passes it on as it is
+		}
+		f.finish(ctx, pc.t, pc.r, s, c.Class, pc.probe)
 		mark(resp, pc.r)
 	}
 	return nil, nil
@@ -230,23 +244,23 @@ func (f *Failover) OnModelError(ctx agent.Context, req *model.LLMRequest, callEr
 		return nil, nil
 	}
 	defer untag(pc.tag)
-	c := f.classify(ctx, callErr, pc.rec)
-	report(&pc.p, c)
+	c := f.classify(ctx, pc.rec.attemptContext(), callErr, pc.rec)
+	f.report(pc.r, &pc.p, c)
 	t := pc.t
 	if pc.yielded.Load() || c.Verdict != classify.Counts {
-		f.finish(ctx, t, pc.r, ServedFailed, c.Class, pc.probe)
+		f.finish(ctx, t, pc.r, failedOrAbandoned(ctx), c.Class, pc.probe)
 		return nil, nil
 	}
 	t.fail(pc.r, c, callErr)
 	for _, r := range f.routes[pc.r.idx+1:] {
 		if r.LLM == nil {
-			t.notes = append(t.notes, note{idx: r.idx, cause: Cause(c.Class),
-				reason: fmt.Sprintf("%s skipped: it is served by the agent's model, whose call just failed", r.Name)})
+			// Served by the agent's model, whose call just failed.
+			t.notes = append(t.notes, note{idx: r.idx, cause: Cause(c.Class)})
 			continue
 		}
 		p, err := r.b.Allow()
 		if err != nil {
-			t.skip(r, err)
+			t.skip(r)
 			continue
 		}
 		if resp, err, done := f.inline(ctx, r, &p, req, t); done {

@@ -51,25 +51,49 @@ type Config struct {
 	// Clock times events and the fallback-share window. Give it the clock of
 	// Breakers. Defaults to the system clock.
 	Clock clock.Clock
-	// Logger receives a warning for every change of the serving route. Defaults to
-	// slog.Default().
+	// Logger receives one warning for every change of the serving route, and debug
+	// records of failed attempts (their class and status code, never the text the
+	// endpoint sent). Defaults to slog.Default().
 	Logger *slog.Logger
-	// OnFailover is called once for every change of the serving route, to a
-	// fallback, back to the primary, or to the unavailable answer. It runs on the
-	// goroutine of the model call that caused the change, outside any lock of the
-	// Failover; keep it quick. Defaults to nil.
+	// OnFailover is called once for every change of the serving route (see
+	// [Failover] for the rule), to a fallback, back to the primary, or to the
+	// unavailable answer, in the order the changes happened. A per-call fallback
+	// while the serving route's breaker is closed is not a change. It runs outside
+	// any lock of the Failover, usually on the goroutine of the model call that
+	// caused the change; keep it quick. Defaults to nil.
 	OnFailover func(Event)
-	// Observer receives every call and every failover, for metrics. Defaults to nil.
+	// Observer receives every call and every failover, for metrics and traces.
+	// Defaults to nil.
 	Observer Observer
 	// ShareWindow is the span over which the share of calls served by a fallback
 	// is measured. From 1m to 24h. Defaults to 15m.
 	ShareWindow time.Duration
-	// AttemptTimeout bounds each attempt by setting the request's
-	// Config.HTTPOptions.Timeout when the request has none. An attempt that runs
-	// out of it counts against its route and fails over (if nothing was streamed
-	// yet); the caller's own deadline never counts. Defaults to 0: no timeout of
-	// our own.
+	// AttemptTimeout bounds the wait for an attempt's first response: the whole
+	// answer of a call that is not streamed, the first chunk of a stream. An
+	// attempt that runs out of it counts against its route and fails over; once a
+	// stream has sent a chunk, AttemptTimeout no longer applies (ChunkTimeout and
+	// CallTimeout do), so a healthy stream is never cut by it. The caller's own
+	// deadline never counts. The timers run on Clock when it is a [TimerClock].
+	// In the callbacks path, where a callback can neither wrap the agent's own
+	// model call's context nor tell whether it streams, the transport made by
+	// [NewTransport] enforces it on the HTTP exchange (first data of a stream, or
+	// the whole body); without that transport it does not apply to the agent's own
+	// model. Defaults to 0: no bound.
 	AttemptTimeout time.Duration
+	// ChunkTimeout bounds the gap between two chunks of a stream, measured while
+	// the attempt waits for the model (not while the caller handles a chunk). A
+	// stream that stalls longer fails: as the route's failure, returned to the
+	// caller after partial output. In the callbacks path [NewTransport] enforces
+	// it from each read that brought data (there the caller's time with a chunk
+	// counts in the gap); without that transport it does not apply to the agent's
+	// own model. Defaults to 0: no bound.
+	ChunkTimeout time.Duration
+	// CallTimeout bounds a whole attempt, streamed or not, from its request to its
+	// final response. Set it above the longest healthy answer: it cuts a stream
+	// that is still sending. In the callbacks path it becomes the request's
+	// HTTPOptions.Timeout (for streams too). When both are set it must be at least
+	// AttemptTimeout. Defaults to 0: no bound.
+	CallTimeout time.Duration
 	// UnavailableMessage is the answer given, without calling any model, when every
 	// route's breaker is open. Defaults to a sentence saying the assistant is
 	// temporarily unable to answer and when to try again.
@@ -111,8 +135,17 @@ func (cfg *Config) withDefaults() error {
 	if cfg.PendingTTL < time.Second || cfg.PendingTTL > 24*time.Hour {
 		return bad("PendingTTL", cfg.PendingTTL.String(), "must be between 1s and 24h")
 	}
-	if cfg.AttemptTimeout < 0 {
-		return bad("AttemptTimeout", cfg.AttemptTimeout.String(), "must not be negative")
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"AttemptTimeout", cfg.AttemptTimeout}, {"ChunkTimeout", cfg.ChunkTimeout}, {"CallTimeout", cfg.CallTimeout}} {
+		if d.v < 0 {
+			return bad(d.field, d.v.String(), "must not be negative")
+		}
+	}
+	if cfg.CallTimeout > 0 && cfg.CallTimeout < cfg.AttemptTimeout {
+		return bad("CallTimeout", cfg.CallTimeout.String(),
+			fmt.Sprintf("must be at least AttemptTimeout (%s): it bounds the whole attempt", cfg.AttemptTimeout))
 	}
 	cfg.Clock = clock.OrSystem(cfg.Clock)
 	if cfg.Logger == nil {

@@ -37,6 +37,11 @@ func TestNewRejectsBadConfigNamingTheField(t *testing.T) {
 			wantErr: `modelfailover: PendingTTL = "1ms": must be between 1s and 24h`},
 		{name: "negative attempt timeout", cfg: modelfailover.Config{Routes: []modelfailover.Route{ok}, AttemptTimeout: -time.Second},
 			wantErr: `modelfailover: AttemptTimeout = "-1s": must not be negative`},
+		{name: "negative chunk timeout", cfg: modelfailover.Config{Routes: []modelfailover.Route{ok}, ChunkTimeout: -time.Second},
+			wantErr: `modelfailover: ChunkTimeout = "-1s": must not be negative`},
+		{name: "call timeout below attempt timeout", cfg: modelfailover.Config{Routes: []modelfailover.Route{ok},
+			AttemptTimeout: 2 * time.Second, CallTimeout: time.Second},
+			wantErr: `modelfailover: CallTimeout = "1s": must be at least AttemptTimeout (2s): it bounds the whole attempt`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

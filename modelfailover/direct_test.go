@@ -119,7 +119,7 @@ func (d *directHarness) breakerA(t *testing.T) *breaker.Breaker {
 }
 
 // A consumer that stops reading gives the permit back at once, even with no
-// cancellation to tell the model.
+// cancellation to tell the model, and the call is reported as abandoned.
 func TestStoppingTheIteratorReleasesAProbe(t *testing.T) {
 	d := newDirect(t, nil)
 	d.a.answer = func(call int) []step {
@@ -144,6 +144,8 @@ func TestStoppingTheIteratorReleasesAProbe(t *testing.T) {
 	assert.Len(t, resps, 3)
 	assert.Equal(t, 4, d.a.calls(), "the probe slot was free again")
 	assert.Equal(t, breaker.Closed, d.breakerA(t).State())
+	// Issue 13f: the abandoned stream is one ObserveCall, like every model call.
+	assert.Equal(t, []string{"fallback:b", "fallback:b", "abandoned:a", "primary:a"}, d.obs.servedBy())
 }
 
 // A model that ends without a final response has failed: before any output the
@@ -185,7 +187,8 @@ func TestErrorAfterTheFinalResponse(t *testing.T) {
 }
 
 // Each route gets the request with its own model name and its own copies; the
-// caller's request is unchanged when the next route is tried.
+// caller's request is unchanged when the next route is tried. AttemptTimeout is not
+// turned into genai's HTTPOptions.Timeout, which would bound a whole stream.
 func TestEachAttemptGetsItsOwnRequest(t *testing.T) {
 	d := newDirect(t, func(c *modelfailover.Config) { c.AttemptTimeout = 5 * time.Second })
 	d.a.answer = func(int) []step {
@@ -201,7 +204,7 @@ func TestEachAttemptGetsItsOwnRequest(t *testing.T) {
 	ra, rb := d.a.reqs[0], d.b.reqs[0]
 	assert.Equal(t, pro, ra.Model)
 	assert.Equal(t, flash, rb.Model)
-	assert.Equal(t, 5*time.Second, *ra.Config.HTTPOptions.Timeout)
+	assert.Nil(t, ra.Config.HTTPOptions.Timeout)
 	assert.Equal(t, "1", rb.Config.HTTPOptions.Headers.Get("X-Keep"))
 	assert.Equal(t, "agent-name", req.Model)
 	assert.Nil(t, req.Config.HTTPOptions.Timeout)

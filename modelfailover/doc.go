@@ -26,33 +26,43 @@
 //
 //   - a streamed answer is one success, recorded on its final (non-partial)
 //     response, never per chunk; a caller that stops reading gives the permit
-//     back without a verdict;
+//     back without a verdict, and the call is reported as abandoned;
 //   - a call fails over only while nothing has been passed to the caller; a
 //     failure after partial output is recorded and returned as it is, never
 //     replaced by a second answer from another route;
-//   - the caller's own cancellation or deadline is neutral, while a per-attempt
-//     timeout (the request's Config.HTTPOptions.Timeout, or Config.AttemptTimeout)
-//     is the route's failure;
+//   - the caller's own cancellation or deadline is neutral, while a time bound of
+//     the Failover (see "Time bounds" on [Failover]) or the request's own
+//     Config.HTTPOptions.Timeout is the route's failure;
 //   - a 429 or 503 that asks for a delay (a RetryInfo detail, or a Retry-After
 //     header captured by [NewTransport]) is a floor on the cooldown when the
 //     route's breaker opens or is already open: no probe goes before the delay
 //     has passed;
-//   - safety blocks and 400 invalid-argument answers prove the endpoint works:
-//     they are successes for its breaker and are returned without failover.
+//   - safety blocks, blocked prompts and 400 invalid-argument answers prove the
+//     endpoint works: they are successes for its breaker and are returned without
+//     failover; an answer with nothing at all in it (no content, no finish reason,
+//     no block reason, such as a broken gateway's "{}") is the endpoint's failure.
+//     This is decided from the answer itself: adk-go's Gemini model turns an
+//     answer without candidates into a bare error when not streaming, so there
+//     the answer is read by [NewTransport]; without it such an answer counts as
+//     an unclassified failure, a blocked prompt included.
 //
 // When every breaker refuses, the call is answered with a short, honest message
 // that the assistant is temporarily unable to answer, and no model is called.
 //
-// # Loud by design
+// # Loud by design, and only when it is true
 //
-// Each change of the route that serves calls (to a fallback, back to the primary,
-// or to the unavailable answer) is logged as a warning with stable keys (from,
-// to, cause, breaker_state, model, region, policy_version), passed to
-// Config.OnFailover and to the [Observer], and counted in [Failover.Stats]. Every
-// response carries the route that produced it in its CustomMetadata ([MetaRoute],
-// [MetaFailover]). Stats also gives the route serving now and the share of calls
-// a fallback served over a sliding window, so an alert can catch a fleet that was
-// quietly demoted while no error shows.
+// A call answered by a fallback while the primary's breaker is closed is a
+// per-call fallback: it is counted (the Observer's [Call] says from which route
+// and why, and Stats gives the share of calls a fallback served over a sliding
+// window) but not announced. A failover is a change of the serving route, which
+// follows the breakers (the precise rule is on [Failover]); each is announced
+// once and in order: one warning log record with stable keys (from, to, cause,
+// reason, request_id, breaker_state, model, region, policy_version), one call of
+// Config.OnFailover and one [Observer] event, and it is counted in
+// [Failover.Stats]. Reasons are built from fixed text, route names, error
+// classes and status codes: nothing the endpoint wrote reaches a log record, a
+// hook or a label. Every response carries the route that produced it in its
+// CustomMetadata ([MetaRoute], [MetaFailover]).
 //
 // # Concurrency
 //

@@ -18,6 +18,9 @@ var (
 	// ErrNoFinalResponse is returned when a model ends its answer (or its stream,
 	// after partial output) without a final response and without an error.
 	ErrNoFinalResponse = errors.New("modelfailover: the model ended without a final response")
+	// ErrEmptyAnswer is returned when a route answers with nothing at all: no
+	// content, no finish reason, no block reason. It counts against the route.
+	ErrEmptyAnswer = errors.New("modelfailover: the model answered with nothing")
 	// ErrNoPrimaryModel is returned by the failover model when Routes[0].LLM is nil:
 	// such a configuration is meant for the callbacks, where the agent's own model
 	// is the primary.

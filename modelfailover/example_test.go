@@ -22,7 +22,8 @@ import (
 )
 
 // Two regions of one model, played by local servers. The primary fails, calls
-// move to the backup, and after the cooldown one probe brings them back.
+// move to the backup, the change is announced once when the primary's breaker
+// opens, and after the cooldown one probe brings them back.
 func Example() {
 	ctx := context.Background()
 	iowa := geminifake.MustNew(geminifake.Config{Name: "us-central1", Reply: geminifake.Reply{Text: "Hello from Iowa"}})
@@ -67,8 +68,8 @@ func Example() {
 	if err := iowa.Fail(geminifake.Failure{Code: 503}); err != nil {
 		panic(err)
 	}
-	ask()
-	ask()
+	ask() // a per-call fallback: counted, not announced (the breaker is closed)
+	ask() // the second failure opens the primary's breaker: the one announcement
 	ask() // the primary's breaker is open now: no request goes to it
 	fmt.Println("requests:", iowa.RequestsFor("gemini-2.5-pro"), belgium.RequestsFor("gemini-2.5-pro"))
 
@@ -77,8 +78,8 @@ func Example() {
 	ask()
 	fmt.Printf("served by a fallback: %.0f%%\n", 100*f.Stats().Window.FallbackShare)
 	// Output:
-	// failover gemini-2.5-pro@us-central1 -> gemini-2.5-pro@europe-west1 (http_5xx)
 	// Hello from Belgium [gemini-2.5-pro@europe-west1]
+	// failover gemini-2.5-pro@us-central1 -> gemini-2.5-pro@europe-west1 (http_5xx)
 	// Hello from Belgium [gemini-2.5-pro@europe-west1]
 	// Hello from Belgium [gemini-2.5-pro@europe-west1]
 	// requests: 2 3

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
@@ -22,6 +21,43 @@ import (
 // Model) and it also offers model callbacks for agents that keep their own model;
 // both share its breakers and its record of which route is serving.
 //
+// # Per-call fallbacks and failovers
+//
+// Each call tries the routes in order and is answered by the first that admits it
+// and answers. A call answered by a route other than the primary is a fallback
+// call: it is counted ([Call.FallbackFrom], the fallback share in [Stats]) but not
+// announced, because a flaky primary whose breaker stays closed still serves.
+//
+// The serving route follows the breakers, never the order in which calls finish:
+// it is the first route, in order, whose breaker admits calls (closed or forced
+// closed), or Unavailable when none does. A breaker that is open, half-open (its
+// probe is out) or forced open does not serve. A failover is a change of the
+// serving route; it is announced exactly once, with one warning log record, one
+// call of Config.OnFailover and one [Observer.ObserveFailover], in the order the
+// changes happened. The serving route is compared with the breakers after every
+// call's outcome is reported and whenever a call finds every route refusing, so a
+// change is announced by the call that caused it (the one whose failure opened a
+// breaker, or whose probe closed it); a breaker changed by an operator is noticed
+// on the next call. Causes: the failure class that opened the serving route's
+// breaker (breaker_open when no failure seen here explains it),
+// probe_succeeded when this Failover's probe closed a breaker ahead, recovered
+// when a breaker ahead admits calls again otherwise, all_routes_open for
+// Unavailable.
+//
+// # Time bounds
+//
+// Config.AttemptTimeout bounds the wait for an attempt's first response (the
+// whole answer of a call that is not streamed, the first chunk of a stream),
+// Config.ChunkTimeout the gap between two chunks of a stream, and
+// Config.CallTimeout the whole attempt, streamed or not. A bound that runs out
+// ends the attempt as the route's failure (class timeout): before anything reached
+// the caller the call fails over, afterwards the error is returned. A healthy
+// stream that keeps sending chunks is never cut by AttemptTimeout or
+// ChunkTimeout. The time the caller spends on a chunk is not counted as a gap.
+// In the callbacks path the agent's own model call is bounded by [NewTransport]
+// (AttemptTimeout, ChunkTimeout) and by the request's HTTPOptions.Timeout
+// (CallTimeout); the error then reaches the caller as the model returned it.
+//
 // A Failover is safe for concurrent use: adk runs many sessions, and parallel
 // agents, on separate goroutines. Hooks and the Observer are called outside its
 // locks.
@@ -32,22 +68,25 @@ type Failover struct {
 	log        *slog.Logger
 	onFailover func(Event)
 	obs        Observer
-	timeout    time.Duration
+	bounds     bounds
 	message    string
 
-	serving atomic.Int64 // index of the route that served the last call; -1 = Unavailable
+	serving atomic.Int64 // index of the serving route; -1 = Unavailable. Written under mu.
 	share   *shareWindow
 	pending pendingTable
 
-	mu        sync.Mutex // guards failovers
-	failovers map[[2]string]uint64
+	mu         sync.Mutex // guards the fields below
+	failovers  map[[2]string]uint64
+	queue      []announcement // changes not yet announced, in order
+	delivering bool           // a goroutine is announcing the queue
 }
 
 // route is a configured Route with its breaker.
 type route struct {
 	Route
-	idx int
-	b   *breaker.Breaker
+	idx      int
+	b        *breaker.Breaker
+	lastFail atomic.Pointer[failInfo] // the last failure reported to b by this Failover
 }
 
 func (r *route) endpoint() Endpoint {
@@ -65,7 +104,7 @@ func New(cfg Config) (*Failover, error) {
 		log:        cfg.Logger,
 		onFailover: cfg.OnFailover,
 		obs:        cfg.Observer,
-		timeout:    cfg.AttemptTimeout,
+		bounds:     bounds{first: cfg.AttemptTimeout, gap: cfg.ChunkTimeout, whole: cfg.CallTimeout, clk: cfg.Clock},
 		message:    cfg.UnavailableMessage,
 		share:      newShareWindow(cfg.ShareWindow, cfg.Clock.Now()),
 		failovers:  map[[2]string]uint64{},
@@ -133,7 +172,7 @@ func (f *Failover) GenerateContent(ctx context.Context, req *model.LLMRequest, s
 		for _, r := range f.routes {
 			p, err := r.b.Allow()
 			if err != nil {
-				t.skip(r, err)
+				t.skip(r)
 				continue
 			}
 			if f.attempt(ctx, r, &p, req, stream, t, yield) {

@@ -35,26 +35,37 @@ func TestRegionOutageFailsOverAndReturnsAfterOneProbe(t *testing.T) {
 			ctx := t.Context()
 			a.fail(t, geminifake.Failure{Code: 503})
 
-			// First turn: A fails, B answers, and the change is announced.
+			// First turn: A fails, B answers. A's breaker is still closed, so this
+			// is a per-call fallback: counted, not announced.
 			res := h.turn(ctx, newSession(), streaming)
 			require.NoError(t, res.err)
 			assert.Equal(t, []string{"answer from europe-west1"}, res.finals)
 			assert.Equal(t, routeB, res.last.CustomMetadata[modelfailover.MetaRoute])
 			assert.Equal(t, true, res.last.CustomMetadata[modelfailover.MetaFailover])
 			assert.Equal(t, []int{1, 1}, h.counts())
+			assert.Empty(t, h.events.failovers(), "one failure is below the volume gate: no failover")
+			assert.Equal(t, routeA, h.f.Stats().Serving.Name)
+			calls := h.events.callList()
+			require.Len(t, calls, 1)
+			assert.Equal(t, modelfailover.ServedFallback, calls[0].ServedBy)
+			assert.Equal(t, routeA, calls[0].FallbackFrom.Name)
+			assert.Equal(t, modelfailover.Cause("http_5xx"), calls[0].FallbackCause)
+
+			// Second turn: A fails again and its breaker trips; B answers, and the
+			// change is announced once, by this call.
+			res = h.turn(ctx, newSession(), streaming)
+			require.NoError(t, res.err)
+			assert.Equal(t, []int{2, 2}, h.counts())
+			assert.Equal(t, breaker.Open, h.breaker(a).State())
 			require.Len(t, h.events.failovers(), 1)
 			ev := h.events.failovers()[0]
 			assert.Equal(t, routeA, ev.From.Name)
 			assert.Equal(t, routeB, ev.To.Name)
 			assert.Equal(t, modelfailover.Cause("http_5xx"), ev.Cause)
-			assert.Equal(t, breaker.Closed, ev.BreakerState, "one failure is below the volume gate")
+			assert.Equal(t, breaker.Open, ev.BreakerState, "the breaker that opened")
+			assert.Equal(t, routeA+"'s breaker opened after failures (last: http_5xx, status 503)", ev.Reason)
+			assert.NotEmpty(t, ev.RequestID, "the invocation that saw the change")
 			assert.True(t, ev.Fallback)
-
-			// Second turn: A fails again and its breaker trips; B answers.
-			res = h.turn(ctx, newSession(), streaming)
-			require.NoError(t, res.err)
-			assert.Equal(t, []int{2, 2}, h.counts())
-			assert.Equal(t, breaker.Open, h.breaker(a).State())
 
 			// While A is open no request reaches it.
 			for range 3 {
@@ -107,8 +118,10 @@ func TestRegionOutageFailsOverAndReturnsAfterOneProbe(t *testing.T) {
 			warns := h.logs.records(t, "WARN")
 			require.Len(t, warns, 2)
 			for i, want := range []map[string]any{
-				{"from": routeA, "to": routeB, "cause": "http_5xx", "breaker_state": "closed",
-					"model": pro, "region": "europe-west1", "policy_version": "test-v1"},
+				{"from": routeA, "to": routeB, "cause": "http_5xx", "breaker_state": "open",
+					"model": pro, "region": "europe-west1", "policy_version": "test-v1",
+					"reason":     routeA + "'s breaker opened after failures (last: http_5xx, status 503)",
+					"request_id": ev.RequestID},
 				{"from": routeB, "to": routeA, "cause": "probe_succeeded", "breaker_state": "closed",
 					"model": pro, "region": "us-central1", "policy_version": "test-v1"},
 			} {
@@ -117,6 +130,12 @@ func TestRegionOutageFailsOverAndReturnsAfterOneProbe(t *testing.T) {
 				}
 			}
 			assert.Equal(t, "model failover: back on the primary route", warns[1]["msg"])
+			// Nothing the endpoint wrote ("geminifake us-central1: service
+			// unavailable") reaches a record, at any level.
+			h.logs.mu.Lock()
+			assert.NotContains(t, h.logs.buf.String(), "service unavailable")
+			assert.Contains(t, h.logs.buf.String(), `"msg":"model failover: attempt failed"`)
+			h.logs.mu.Unlock()
 		})
 	}
 }

@@ -22,7 +22,6 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
-	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 )
@@ -77,7 +76,7 @@ func (r *region) fail(t *testing.T, f geminifake.Failure) {
 // loud signal.
 type harness struct {
 	t       *testing.T
-	clock   *clock.Fake
+	clock   *timerClock
 	deps    *dependencymap.Map
 	f       *modelfailover.Failover
 	runner  *runner.Runner
@@ -94,13 +93,20 @@ type harnessConfig struct {
 	routes     []modelfailover.Route // defaults to one route per region
 	mutate     func(*modelfailover.Config)
 	agentCfg   func(*llmagent.Config)
+	// defaultPolicy gives the model breakers dependencymap's default model policy
+	// instead of testPolicy.
+	defaultPolicy bool
 }
 
 func newHarness(t *testing.T, hc harnessConfig) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: clock.NewFake(time.Time{}), logs: &logBuffer{}, events: &eventLog{}, regions: hc.regions}
+	h := &harness{t: t, clock: newTimerClock(), logs: &logBuffer{}, events: &eventLog{}, regions: hc.regions}
 	var err error
-	h.deps, err = dependencymap.New(dependencymap.Config{Clock: h.clock, ModelDefault: testPolicy})
+	policy := testPolicy
+	if hc.defaultPolicy {
+		policy = breaker.Policy{}
+	}
+	h.deps, err = dependencymap.New(dependencymap.Config{Clock: h.clock, ModelDefault: policy})
 	require.NoError(t, err)
 	routes := hc.routes
 	if routes == nil {
@@ -269,22 +275,34 @@ func (e *eventLog) add(ev modelfailover.Event) {
 	e.hook = append(e.hook, ev)
 }
 
-func (e *eventLog) ObserveFailover(ev modelfailover.Event) {
+func (e *eventLog) ObserveFailover(_ context.Context, ev modelfailover.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observed = append(e.observed, ev)
 }
 
-func (e *eventLog) ObserveCall(c modelfailover.Call) {
+func (e *eventLog) ObserveCall(_ context.Context, c modelfailover.Call) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.calls = append(e.calls, c)
+}
+
+func (e *eventLog) observedList() []modelfailover.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]modelfailover.Event(nil), e.observed...)
 }
 
 func (e *eventLog) failovers() []modelfailover.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]modelfailover.Event(nil), e.hook...)
+}
+
+func (e *eventLog) callList() []modelfailover.Call {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]modelfailover.Call(nil), e.calls...)
 }
 
 func (e *eventLog) servedBy() []string {

@@ -143,9 +143,10 @@ func TestCallerEndingTheTurnIsNeutral(t *testing.T) {
 	}
 }
 
-// A per-attempt timeout set in the request's HTTP options is the route's failure:
-// it counts and fails over. It is the one test that waits for real time (150ms),
-// because genai runs that timeout on the system clock.
+// A per-attempt timeout is the route's failure: it counts and the call fails over.
+// Config.AttemptTimeout runs on the injected clock; a timeout the agent's own
+// callback puts in the request's HTTP options runs on genai's system timer, so that
+// case is the one test that waits for real time (150ms).
 func TestAttemptTimeoutCountsAndFailsOver(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	setTimeout := func(ctx agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
@@ -157,11 +158,17 @@ func TestAttemptTimeoutCountsAndFailsOver(t *testing.T) {
 		return nil, nil
 	}
 	tests := []struct {
-		name string
-		hc   func(*harnessConfig)
+		name      string
+		hc        func(*harnessConfig)
+		fakeClock bool
 	}{
-		{name: "Config.AttemptTimeout", hc: func(hc *harnessConfig) {
+		{name: "Config.AttemptTimeout", fakeClock: true, hc: func(hc *harnessConfig) {
 			hc.mutate = func(c *modelfailover.Config) { c.AttemptTimeout = timeout }
+		}},
+		{name: "Config.AttemptTimeout, callbacks", fakeClock: true, hc: func(hc *harnessConfig) {
+			hc.mutate = func(c *modelfailover.Config) { c.AttemptTimeout = timeout }
+			hc.agentModel = hc.regions[0].llm
+			hc.routes = []modelfailover.Route{{Model: pro, Region: hc.regions[0].name}, hc.regions[1].route()}
 		}},
 		{name: "set by the agent's own callback", hc: func(hc *harnessConfig) {
 			hc.agentCfg = func(c *llmagent.Config) { c.BeforeModelCallbacks = []llmagent.BeforeModelCallback{setTimeout} }
@@ -173,15 +180,60 @@ func TestAttemptTimeoutCountsAndFailsOver(t *testing.T) {
 			hc := harnessConfig{regions: []*region{a, b}}
 			tt.hc(&hc)
 			h := newHarness(t, hc)
-			require.NoError(t, a.server.Enqueue(geminifake.Reply{Gate: geminifake.NewGate(0)})) // never answers
+			gate := geminifake.NewGate(0)
+			require.NoError(t, a.server.Enqueue(geminifake.Reply{Gate: gate})) // never answers
+			if tt.fakeClock {
+				go func() {
+					<-gate.Arrived()
+					h.clock.waitArmed(1)
+					h.clock.Advance(timeout)
+				}()
+			}
 			res := h.turn(t.Context(), newSession(), false)
 			require.NoError(t, res.err)
 			assert.Equal(t, []string{"answer from europe-west1"}, res.finals)
 			assert.Equal(t, []int{1, 1}, h.counts())
 			w := h.breaker(a).Snapshot().Window
 			assert.Equal(t, int64(1), w.Failures)
-			require.Len(t, h.events.failovers(), 1)
-			assert.Equal(t, modelfailover.Cause("timeout"), h.events.failovers()[0].Cause)
+			assert.Empty(t, h.events.failovers(), "a per-call fallback, not a failover")
+			calls := h.events.callList()
+			require.Len(t, calls, 1)
+			assert.Equal(t, modelfailover.Cause("timeout"), calls[0].FallbackCause)
+		})
+	}
+}
+
+// Issue 13e: an answer with nothing in it ("{}": no candidates, no prompt
+// feedback) is the endpoint's failure, decided from the answer itself: it counts
+// and the call fails over. A blocked prompt (TestRefusalsAreHealthyAndDoNotFailOver)
+// stays healthy.
+func TestEmptyAnswerCountsAndFailsOver(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		streaming bool
+		callbacks bool
+	}{
+		{name: "whole"}, {name: "streaming", streaming: true}, {name: "callbacks", callbacks: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := twoRegions(t)
+			hc := harnessConfig{regions: []*region{a, b}}
+			if tc.callbacks {
+				hc.agentModel = a.llm
+				hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
+			}
+			h := newHarness(t, hc)
+			require.NoError(t, a.server.SetReply(geminifake.Reply{Empty: true}))
+			res := h.turn(t.Context(), newSession(), tc.streaming)
+			require.NoError(t, res.err)
+			assert.Equal(t, []string{"answer from europe-west1"}, res.finals)
+			assert.Equal(t, routeB, res.last.CustomMetadata[modelfailover.MetaRoute])
+			assert.Equal(t, []int{1, 1}, h.counts())
+			assert.Equal(t, int64(1), h.breaker(a).Snapshot().Window.Failures, "nothing at all counts")
+			calls := h.events.callList()
+			require.Len(t, calls, 1)
+			assert.Equal(t, modelfailover.ServedFallback, calls[0].ServedBy)
+			assert.Equal(t, modelfailover.Cause("unclassified"), calls[0].FallbackCause)
 		})
 	}
 }

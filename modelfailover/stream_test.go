@@ -119,6 +119,14 @@ func TestAbandonedStreamReleasesItsPermit(t *testing.T) {
 			assert.Equal(t, []string{"answer from us-central1"}, res.finals, "the probe slot was free at once")
 			assert.Equal(t, []int{4, 2}, h.counts())
 			assert.Equal(t, breaker.Closed, h.breaker(a).State())
+
+			// Issue 13f: one ObserveCall per model call, the abandoned one included.
+			served := h.events.servedBy()
+			require.Len(t, served, 4, "two calls opening A, the abandoned probe, the last call: %v", served)
+			// adk-go's runner cancels the abandoned run: the model call ends with the
+			// caller's cancellation, which is neutral and reported as abandoned.
+			assert.Equal(t, "abandoned:"+routeA, served[2])
+			assert.Equal(t, uint64(1), h.f.Stats().Window.Abandoned)
 		})
 	}
 }

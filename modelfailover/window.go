@@ -9,14 +9,16 @@ import (
 type WindowStats struct {
 	// Span is the window's length (Config.ShareWindow).
 	Span time.Duration
-	// Calls is every call in the window; the four counts below add up to it.
-	Calls, Primary, Fallback, Unavailable, Failed uint64
+	// Calls is every call in the window; the five counts below add up to it.
+	Calls, Primary, Fallback, Unavailable, Failed, Abandoned uint64
 	// FallbackShare is Fallback / Calls, 0 when there were no calls. An alert on
 	// it catches a fleet quietly demoted to a weaker model when no error shows.
+	// It counts every call a fallback answered, including the per-call fallbacks
+	// made while the primary's breaker is closed, which are never announced.
 	FallbackShare float64
 }
 
-type windowCounts struct{ primary, fallback, unavailable, failed uint64 }
+type windowCounts struct{ primary, fallback, unavailable, failed, abandoned uint64 }
 
 // shareWindow is a rolling window cut into buckets. One mutex: it is touched
 // once per model call, which costs far more than the lock.
@@ -60,6 +62,8 @@ func (w *shareWindow) add(now time.Time, s ServedBy) {
 		b.unavailable++
 	case ServedFailed:
 		b.failed++
+	case ServedAbandoned:
+		b.abandoned++
 	}
 }
 
@@ -73,8 +77,9 @@ func (w *shareWindow) stats(now time.Time) WindowStats {
 		out.Fallback += b.fallback
 		out.Unavailable += b.unavailable
 		out.Failed += b.failed
+		out.Abandoned += b.abandoned
 	}
-	out.Calls = out.Primary + out.Fallback + out.Unavailable + out.Failed
+	out.Calls = out.Primary + out.Fallback + out.Unavailable + out.Failed + out.Abandoned
 	if out.Calls > 0 {
 		out.FallbackShare = float64(out.Fallback) / float64(out.Calls)
 	}

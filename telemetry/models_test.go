@@ -75,7 +75,26 @@ agentbreaker_model_route_serving{model="gemini-2.5-pro",region="us-central1"} 0
 # HELP agentbreaker_model_fallback_ratio Share of recent turns served by a model route other than the primary one, as reported by the failover wrapper.
 # TYPE agentbreaker_model_fallback_ratio gauge
 agentbreaker_model_fallback_ratio 0.6666666666666666
-`), "agentbreaker_model_failovers_total", "agentbreaker_model_route_serving", "agentbreaker_model_fallback_ratio"))
+# HELP agentbreaker_model_fallback_calls_total Model calls answered by a route after an earlier route in the order failed or refused them, by the first route that did not serve (from), the route that answered (to) and why; counted whether or not the serving route changed.
+# TYPE agentbreaker_model_fallback_calls_total counter
+agentbreaker_model_fallback_calls_total{cause="breaker_open",from="gemini-2.5-pro@us-central1",to="gemini-2.5-pro@europe-west1"} 1
+agentbreaker_model_fallback_calls_total{cause="http_5xx",from="gemini-2.5-pro@us-central1",to="gemini-2.5-pro@europe-west1"} 1
+`), "agentbreaker_model_failovers_total", "agentbreaker_model_route_serving", "agentbreaker_model_fallback_ratio",
+		"agentbreaker_model_fallback_calls_total"))
 	require.Equal(t, 2, primary.Requests(), "one answer, one 503 that tripped it; the third call never left")
 	require.Equal(t, 2, backup.Requests())
+}
+
+// A Telemetry has one model observer: asking again returns the same one, its collector
+// is registered once, and before it watches a Failover it exports no gauge.
+func TestModelObserverIsOnePerTelemetry(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	tel := telemetry.MustNew(telemetry.Config{Registerer: reg})
+	obs := tel.ModelObserver()
+	require.Same(t, obs, tel.ModelObserver())
+	n, err := testutil.GatherAndCount(reg, "agentbreaker_model_fallback_ratio", "agentbreaker_model_route_serving",
+		"agentbreaker_model_fallback_calls_total")
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing measured yet")
 }

@@ -12,9 +12,10 @@
 // Every request gets, in order of precedence: the next reply queued with
 // [Server.Enqueue], the failure set with [Server.Fail] (until [Server.Recover]),
 // or the default reply ([Config.Reply], [Server.SetReply]). A [Reply] is a text
-// answer, a safety block or a [Failure]: an HTTP status with the JSON error body
-// Google APIs send, optionally with a google.rpc.RetryInfo detail and a
-// Retry-After header, and for streams after a number of chunks have gone out.
+// answer, a safety block, a blocked prompt, an empty "{}" answer or a [Failure]:
+// an HTTP status with the JSON error body Google APIs send, optionally with a
+// google.rpc.RetryInfo detail and a Retry-After header, and for streams after a
+// number of chunks have gone out.
 //
 // A [Gate] holds a request at each step (before a whole answer, before each
 // streamed chunk and before a stream's last event) until the test lets it go, so

@@ -161,7 +161,8 @@ func (s *Server) stream(w http.ResponseWriter, req Request, reply Reply, wait fu
 		n = min(f.AfterChunks, n)
 	}
 	if n == 0 && f == nil {
-		// A blocked prompt or filtered candidate: one event with no content.
+		// A blocked prompt, a filtered candidate or an empty answer: one event with
+		// no content.
 		wait()
 		send(s.answer(req, reply, nil, true))
 		return
@@ -182,6 +183,9 @@ func (s *Server) stream(w http.ResponseWriter, req Request, reply Reply, wait fu
 
 // answer builds one answer; final adds the finish reason and token counts.
 func (s *Server) answer(req Request, r Reply, parts []*genai.Part, final bool) wireResponse {
+	if r.Empty {
+		return wireResponse{}
+	}
 	out := wireResponse{ModelVersion: s.version, ResponseID: "geminifake-" + s.name}
 	if out.ModelVersion == "" {
 		out.ModelVersion = req.Model

@@ -33,6 +33,10 @@ type Reply struct {
 	// BlockReason, when set, blocks the prompt itself: the answer has no candidates,
 	// only promptFeedback with this reason. Defaults to "".
 	BlockReason genai.BlockedReason
+	// Empty answers 200 with an empty JSON object, "{}": no candidates, no prompt
+	// feedback, nothing at all, as a broken gateway might (one "data: {}" event for
+	// a stream). Defaults to false.
+	Empty bool
 	// Fail makes the request fail instead (see Failure). Defaults to nil.
 	Fail *Failure
 	// Gate holds the request at each step until the test lets it go. Defaults to
@@ -143,7 +147,7 @@ func (r Reply) chunks() [][]*genai.Part {
 		return out
 	case len(r.Parts) > 0:
 		return [][]*genai.Part{r.Parts}
-	case r.BlockReason != "" || isFilter(r.finish()):
+	case r.Empty || r.BlockReason != "" || isFilter(r.finish()):
 		return nil
 	}
 	text := r.Text

@@ -247,6 +247,37 @@ func TestSafetyBlocks(t *testing.T) {
 	}
 }
 
+// An empty answer is "{}" on the wire, streamed or not: no candidates, no prompt
+// feedback, nothing a client could mistake for a block.
+func TestEmptyAnswer(t *testing.T) {
+	s := geminifake.Start(t, geminifake.Config{Reply: geminifake.Reply{Empty: true}})
+	for _, streaming := range []bool{false, true} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost,
+			s.URL()+"/v1beta/models/"+testModel+":generateContent", strings.NewReader(`{"contents":[]}`))
+		require.NoError(t, err)
+		if streaming {
+			req.URL.Path = "/v1beta/models/" + testModel + ":streamGenerateContent"
+			req.URL.RawQuery = "alt=sse"
+		}
+		req.Header.Set("x-goog-api-key", "k")
+		resp, err := s.Client().Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		want := "{}"
+		if streaming {
+			want = "data: {}\r\n\r\n"
+		}
+		assert.Equal(t, want, string(body), "streaming=%v", streaming)
+	}
+	r, err := generate(t, client(t, s, nil), "hi")
+	require.NoError(t, err)
+	assert.Empty(t, r.Candidates)
+	assert.Nil(t, r.PromptFeedback)
+}
+
 func TestFunctionCallParts(t *testing.T) {
 	s := geminifake.Start(t, geminifake.Config{Reply: geminifake.Reply{Parts: []*genai.Part{
 		genai.NewPartFromFunctionCall("lookup", map[string]any{"id": "42"}),
