@@ -164,6 +164,8 @@ var fireScenarios = []fireScenario{
 			{`agentbreaker_model_failovers_total{job="a",instance="i",case="fires",from="pro@us",to="pro@eu",cause="breaker_open"}`, counter(failoverAt, failoverAt)},
 			// A failover long ago: the counter exists but does not move.
 			{`agentbreaker_model_failovers_total{job="a",instance="i",case="quiet",from="flash@us",to="flash@eu",cause="breaker_open"}`, counter(0, 0)},
+			// A return to the primary is announced, but it is good news: it never fires.
+			{`agentbreaker_model_failovers_total{job="a",instance="i",case="quiet",from="pro@eu",to="pro@us",cause="probe_succeeded"}`, counter(failoverAt, failoverAt)},
 		},
 		event:     failoverAt,
 		firesFrom: failoverAt, firesBy: failoverAt + scrapeEvery + evalEvery,
