@@ -2,7 +2,9 @@ package journal
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
+	"time"
 	"strconv"
 	"strings"
 
@@ -53,19 +55,57 @@ func (j *Journal) commitLoop() {
 	}
 }
 
-// commit writes a batch in one transaction. If the transaction fails, each write is
-// retried alone, so one bad write (a duplicate id) cannot fail its neighbours.
+// commit writes a batch in one transaction. If the commit reports an error, the
+// batch's commit marker says whether it went through all the same (the server
+// committed and the acknowledgement was lost): then every write succeeded, and
+// nothing is written twice. If it did not, each write is retried alone, so one bad
+// write cannot fail its neighbours. If even that cannot be told, every write fails:
+// its caller treats it as not acknowledged, and reconciliation finds what landed.
 func (j *Journal) commit(batch []*write) {
-	err := j.commitTx(batch)
-	if err == nil || len(batch) == 1 {
-		for _, w := range batch {
-			w.done <- err
+	marker := "c_" + rand.Text()
+	err := j.commitTx(batch, marker)
+	if err != nil {
+		committed, cerr := j.committed(marker)
+		switch {
+		case cerr != nil:
+			j.log(slog.LevelError, "journal: cannot tell whether a failed commit went through", "writes", len(batch), "error", cerr.Error())
+		case committed:
+			j.lostAcks.Add(1)
+			err = nil
+		case len(batch) > 1:
+			for _, w := range batch {
+				err := j.commitTx([]*write{w}, "c_"+rand.Text())
+				if err == nil {
+					j.commits.Add(1)
+					j.written.Add(1)
+				}
+				w.done <- err
+			}
+			return
+		default:
+			// A lone write that did not commit: retried once, as a batch would be.
+			err = j.commitTx(batch, "c_"+rand.Text())
 		}
-		return
+	}
+	if err == nil {
+		j.commits.Add(1)
+		j.written.Add(int64(len(batch)))
 	}
 	for _, w := range batch {
-		w.done <- j.commitTx([]*write{w})
+		w.done <- err
 	}
+}
+
+// committed reports whether the batch with marker was committed.
+func (j *Journal) committed(marker string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), j.cfg.WriteTimeout)
+	defer cancel()
+	var n int64
+	err := j.store.Read(ctx, func(q store.Querier) error {
+		return q.Query(ctx, `SELECT COUNT(*) FROM `+j.p+`commits WHERE id = $1`, []any{marker},
+			func(scan func(...any) error) error { return scan(&n) })
+	})
+	return n == 1, err
 }
 
 // Stats counts the committer's work since Open.
@@ -75,17 +115,34 @@ type Stats struct {
 	Commits, Writes int64
 	// Failed counts transactions that failed.
 	Failed int64
+	// LostAcks counts commits that reported an error but had gone through (their
+	// marker was found); their writes were acknowledged once, not written again.
+	LostAcks int64
 }
 
 // Stats returns the committer's counters.
 func (j *Journal) Stats() Stats {
-	return Stats{Commits: j.commits.Load(), Writes: j.written.Load(), Failed: j.failed.Load()}
+	return Stats{Commits: j.commits.Load(), Writes: j.written.Load(), Failed: j.failed.Load(), LostAcks: j.lostAcks.Load()}
 }
 
-func (j *Journal) commitTx(batch []*write) error {
+// markerKeep is how long commit markers are kept: far longer than a commit can take
+// to report its error.
+const markerKeep = time.Hour
+
+func (j *Journal) commitTx(batch []*write, marker string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), j.cfg.WriteTimeout)
 	defer cancel()
+	_, now := j.micros()
+	prune := j.txs.Add(1)%1000 == 0
 	err := j.store.Tx(ctx, func(q store.Querier) error {
+		if _, err := q.Exec(ctx, `INSERT INTO `+j.p+`commits (id, at) VALUES ($1, $2)`, marker, now); err != nil {
+			return err
+		}
+		if prune {
+			if _, err := q.Exec(ctx, `DELETE FROM `+j.p+`commits WHERE at < $1`, now-markerKeep.Microseconds()); err != nil {
+				return err
+			}
+		}
 		var rows []*Intent
 		for _, w := range batch {
 			if w.insert != nil {
@@ -109,8 +166,6 @@ func (j *Journal) commitTx(batch []*write) error {
 		j.log(slog.LevelError, "journal commit failed", "writes", len(batch), "error", err.Error())
 		return err
 	}
-	j.commits.Add(1)
-	j.written.Add(int64(len(batch)))
 	return nil
 }
 
