@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
-	"time"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 )

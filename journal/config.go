@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"strings"
 	"log/slog"
+	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
