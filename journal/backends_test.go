@@ -31,6 +31,9 @@ type backend struct {
 	config func(t testing.TB) journal.Config
 	// raw runs a statement directly on the database of cfg.
 	raw func(t testing.TB, cfg journal.Config, stmt string, args ...any)
+	// column reads one column of every row a query returns, as bytes: what a reader
+	// of the database sees.
+	column func(t testing.TB, cfg journal.Config, query string) [][]byte
 }
 
 var backends = []backend{
@@ -45,6 +48,22 @@ var backends = []backend{
 			defer db.Close()
 			_, err = db.Exec(stmt, args...)
 			require.NoError(t, err)
+		},
+		column: func(t testing.TB, cfg journal.Config, query string) [][]byte {
+			db, err := sql.Open("sqlite", cfg.Backend.(sqlite.Backend).Path)
+			require.NoError(t, err)
+			defer db.Close()
+			rows, err := db.Query(query)
+			require.NoError(t, err)
+			defer rows.Close()
+			var out [][]byte
+			for rows.Next() {
+				var v []byte
+				require.NoError(t, rows.Scan(&v))
+				out = append(out, v)
+			}
+			require.NoError(t, rows.Err())
+			return out
 		},
 	},
 	{
@@ -61,6 +80,22 @@ var backends = []backend{
 			defer c.Close(context.Background())
 			_, err = c.Exec(context.Background(), stmt, args...)
 			require.NoError(t, err)
+		},
+		column: func(t testing.TB, cfg journal.Config, query string) [][]byte {
+			c, err := pgx.Connect(context.Background(), testenv.PostgresDSN(t))
+			require.NoError(t, err)
+			defer c.Close(context.Background())
+			rows, err := c.Query(context.Background(), query)
+			require.NoError(t, err)
+			defer rows.Close()
+			var out [][]byte
+			for rows.Next() {
+				var v []byte
+				require.NoError(t, rows.Scan(&v))
+				out = append(out, v)
+			}
+			require.NoError(t, rows.Err())
+			return out
 		},
 	},
 }
@@ -102,3 +137,11 @@ func forEachBackend(t *testing.T, body func(t *testing.T, b backend)) {
 }
 
 func fakeClock() *clock.Fake { return clock.NewFake(time.Time{}) }
+
+// prefixOf is the table prefix cfg's journal uses.
+func prefixOf(cfg journal.Config) string {
+	if cfg.Prefix == "" {
+		return journal.DefaultPrefix
+	}
+	return cfg.Prefix
+}
