@@ -272,3 +272,77 @@ func (j *Journal) ExpireQueued(ctx context.Context, dependency string, now time.
 	slices.SortFunc(rows.out, replayOrder)
 	return rows.out, rows.err()
 }
+
+// ClaimQueued takes the next waiting item of a dependency that has not expired by
+// now, in replay order, and moves it to QueueReplaying with reason, in one commit. It
+// returns false when none waits. Claims are atomic: two replayers (or processes
+// sharing PostgreSQL) never take the same item.
+func (j *Journal) ClaimQueued(ctx context.Context, dependency string, now time.Time, reason string) (QueueItem, bool, error) {
+	_, stamp := j.micros()
+	rows := &queueRows{j: j}
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q store.Querier) error {
+		rows.reset()
+		// Another process may claim the item between the select and the update: the
+		// update then changes nothing, and the next item is tried.
+		for range 16 {
+			var id string
+			if err := q.Query(ctx, `SELECT id FROM `+j.p+`queue WHERE dependency = $1 AND state = $2 AND expires_at > $3
+				ORDER BY priority DESC, created_at, id LIMIT 1`, []any{dependency, string(QueueWaiting), now.UnixMicro()},
+				func(scan func(...any) error) error { return scan(&id) }); err != nil {
+				return err
+			}
+			if id == "" {
+				return nil
+			}
+			if err := q.Query(ctx, `UPDATE `+j.p+`queue SET state = $1, reason = $2, updated_at = $3 WHERE id = $4 AND state = $5
+				RETURNING `+queueCols, []any{string(QueueReplaying), reason, stamp, id, string(QueueWaiting)}, rows.row); err != nil {
+				return err
+			}
+			if len(rows.out)+len(rows.bad) > 0 {
+				return nil
+			}
+		}
+		return nil
+	}})
+	if err != nil {
+		return QueueItem{}, false, fmt.Errorf("journal: claiming a queue item of %s: %w", dependency, err)
+	}
+	if err := rows.err(); err != nil {
+		return QueueItem{}, false, err // claimed, but its payload does not open: the caller reports it
+	}
+	if len(rows.out) == 0 {
+		return QueueItem{}, false, nil
+	}
+	return rows.out[0], true, nil
+}
+
+// QueuedDependencies returns the dependencies that have items waiting, sorted.
+func (j *Journal) QueuedDependencies(ctx context.Context) ([]string, error) {
+	if j.isClosed() {
+		return nil, ErrClosed
+	}
+	var out []string
+	err := j.store.Read(ctx, func(q store.Querier) error {
+		out = out[:0]
+		return q.Query(ctx, `SELECT DISTINCT dependency FROM `+j.p+`queue WHERE state = $1 ORDER BY dependency`,
+			[]any{string(QueueWaiting)}, func(scan func(...any) error) error {
+				var d string
+				if err := scan(&d); err != nil {
+					return err
+				}
+				out = append(out, d)
+				return nil
+			})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: reading queued dependencies: %w", err)
+	}
+	return out, nil
+}
+
+// UnresolvedKey returns the intents carrying idempotency key whose outcome is still
+// open, unknown or awaiting an operator: while there are any, the operation behind
+// the key may already have been applied, and it must not be replayed automatically.
+func (j *Journal) UnresolvedKey(ctx context.Context, key string) ([]Intent, error) {
+	return j.Intents(ctx, Filter{IdempotencyKey: key, States: unsettled})
+}
