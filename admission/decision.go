@@ -82,7 +82,7 @@ const (
 	// ReasonUnresolved: Reject: an earlier attempt under the same idempotency key has
 	// an unknown outcome; queueing it could apply it twice.
 	ReasonUnresolved Reason = "unresolved_earlier_attempt"
-	ReasonQueued       Reason = "queued"     // Queue
+	ReasonQueued     Reason = "queued" // Queue
 )
 
 // Decision is the answer for one piece of work.
