@@ -127,6 +127,11 @@ func (s *Store) Tx(ctx context.Context, f func(q store.Querier) error) error {
 	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error { return f(pgQuerier{tx}) })
 }
 
+// LeaseKey is the advisory lock that marks a journal owner (journal.Journal.Owner)
+// alive, for tables with prefix: an operator can look for it in pg_locks (objsubid 1,
+// the key's high and low 32 bits in classid and objid).
+func LeaseKey(prefix, owner string) int64 { return store.OwnerKey(prefix, owner) }
+
 // Claim implements store.Store: it takes a session advisory lock for owner on a
 // connection of its own, which stays open until Close.
 func (s *Store) Claim(ctx context.Context, owner string) error {
