@@ -75,6 +75,11 @@ type Config struct {
 	// MaxBatch caps how many writes are committed together. From 1 to 10000.
 	// Defaults to 256.
 	MaxBatch int
+	// MaxCommitDelay caps how long the group committer waits for writers that were
+	// waiting on the last commit to join the next one (it waits at most a quarter of
+	// the last commit's duration, and never for a lone writer). Defaults to 1ms;
+	// negative turns the wait off.
+	MaxCommitDelay time.Duration
 	// WriteTimeout bounds one commit. Defaults to 30s.
 	WriteTimeout time.Duration
 	// Clock stamps records. Defaults to the system clock.
@@ -119,6 +124,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > 10000 {
 		return bad("MaxBatch", c.MaxBatch, "must be between 1 and 10000")
+	}
+	if c.MaxCommitDelay == 0 {
+		c.MaxCommitDelay = time.Millisecond
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second

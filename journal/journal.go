@@ -38,6 +38,9 @@ type Journal struct {
 	closed   bool
 
 	commits, written, failed, lostAcks, txs atomic.Int64
+	// waiting counts writers inside submit; peakWaiting is its value at the last
+	// commit, and lastCommit that commit's duration (ns): the group committer's cues.
+	waiting, peakWaiting, lastCommit atomic.Int64
 
 	flightMu sync.Mutex
 	inFlight map[string]struct{} // this instance's intents without an outcome yet

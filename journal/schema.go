@@ -66,9 +66,10 @@ var migrations = []migration{
 		}
 	}},
 	{3, "commit markers", func(d store.Dialect, p string) []string {
-		// One row per committed batch, written in the batch's transaction, so that a
-		// batch whose commit went through but whose acknowledgement was lost is known
-		// to have committed and is not written twice. Old rows are pruned.
+		// One row per committed batch that inserts no intent (an intent's row is proof
+		// enough), written in the batch's transaction, so that a batch whose commit went
+		// through but whose acknowledgement was lost is known to have committed and is
+		// not written twice. Old rows are pruned.
 		return []string{
 			`CREATE TABLE ` + p + `commits (
 				id TEXT PRIMARY KEY,
