@@ -7,6 +7,7 @@ package testenv
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,10 +41,11 @@ func PostgresDSN(t testing.TB) string {
 		c.Close(ctx)
 	})
 	if pgErr != nil {
+		why := strings.Join(strings.Fields(pgErr.Error()), " ") // one line: pgx's errors span several
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at AGENTBREAKER_POSTGRES_DSN is required in CI: %v", pgErr)
+			t.Fatalf("PostgreSQL at AGENTBREAKER_POSTGRES_DSN is required in CI: %s", why)
 		}
-		t.Skipf("PostgreSQL unreachable (set AGENTBREAKER_POSTGRES_DSN): %v", pgErr)
+		t.Skipf("PostgreSQL unreachable (set AGENTBREAKER_POSTGRES_DSN): %s", why)
 	}
 	return dsn
 }
