@@ -272,6 +272,10 @@ func (c *Controller) replay(ctx context.Context, it journal.QueueItem, rep *Drai
 // PostgreSQL journal, give olderThan a margin over the longest replay.
 func (c *Controller) RecoverInterrupted(ctx context.Context, olderThan time.Duration) ([]journal.QueueItem, error) {
 	stuck, err := c.cfg.Journal.Queued(ctx, "", 0, journal.QueueReplaying)
+	if ce, ok := errors.AsType[*journal.CorruptError](err); ok {
+		c.logErr("reading interrupted replays (the healthy ones are recovered)", ce)
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}
