@@ -20,7 +20,8 @@ type Backend struct {
 	// DSN is a pgx connection string, such as
 	// "postgres://user@host:5432/db?sslmode=disable". Required.
 	DSN string
-	// MaxConns caps the connections used for reads; writes use one more. Defaults to 4.
+	// MaxConns caps the connections used for reads; writes use one more, and the
+	// owner lease (see journal.Journal.Reconcile) one more. Defaults to 4.
 	MaxConns int
 }
 
