@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -236,6 +237,7 @@ func TestReadThatSucceededOnRetryLeavesNoBacklog(t *testing.T) {
 		all, err := j.Intents(t.Context(), journal.Filter{Tool: "lookup_customer"})
 		require.NoError(t, err)
 		require.Len(t, all, 2)
+		slices.SortFunc(all, func(a, b journal.Intent) int { return a.Attempt - b.Attempt }) // not by time: both may share a microsecond
 		require.Equal(t, journal.StateSuperseded, all[0].State)
 		require.Equal(t, "a later attempt of the same operation ("+all[1].ID+") succeeded", all[0].Note)
 		require.Equal(t, journal.StateSucceeded, all[1].State)
