@@ -39,7 +39,9 @@ type Config struct {
 	// ReplayRate bounds replays per dependency, in items per second, so a recovered
 	// dependency is not flooded by its backlog. From 0.001 to 1000. Defaults to 1.
 	ReplayRate float64
-	// SweepEvery is how often Run drops expired items. Defaults to 1m.
+	// SweepEvery is how often Run drops expired items and drains the queues of
+	// dependencies that are available (their breaker closed without a transition
+	// this process saw: after a restart, say). Defaults to 1m.
 	SweepEvery time.Duration
 	// NewTicker starts Run's sweep ticker. Defaults to time.NewTicker; tests pass a
 	// channel they tick by hand.
@@ -211,6 +213,17 @@ func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 		d.Reason = ReasonExpiresFirst
 		return d, nil
 	}
+	if w.IdempotencyKey != "" {
+		// Never queue a repeat of an operation that may already have been applied.
+		un, err := c.cfg.Journal.UnresolvedKey(ctx, w.IdempotencyKey)
+		if err != nil {
+			return d, err
+		}
+		if len(un) > 0 {
+			d.Reason = ReasonUnresolved
+			return d, nil
+		}
+	}
 	it, err := c.cfg.Journal.Enqueue(ctx, journal.QueueItem{
 		Dependency: w.Dependency, Tool: w.Tool, RequestID: w.RequestID, IdempotencyKey: w.IdempotencyKey,
 		Priority: int(w.Priority), CreatedAt: now, ExpiresAt: d.QueuedUntil, ReplayPolicy: string(w.ReplayPolicy),
@@ -256,6 +269,14 @@ type QueueStore interface {
 	Queued(ctx context.Context, dependency string, limit int, states ...journal.QueueState) ([]journal.QueueItem, error)
 	MoveQueued(ctx context.Context, id string, from, to journal.QueueState, reason string) (bool, error)
 	ExpireQueued(ctx context.Context, dependency string, now time.Time) ([]journal.QueueItem, error)
+	// ClaimQueued takes the next unexpired waiting item and marks it replaying, in one
+	// commit.
+	ClaimQueued(ctx context.Context, dependency string, now time.Time, reason string) (journal.QueueItem, bool, error)
+	// QueuedDependencies lists the dependencies with items waiting.
+	QueuedDependencies(ctx context.Context) ([]string, error)
+	// UnresolvedKey returns the unsettled intents that carry an idempotency key: an
+	// item whose key has any is not replayed automatically.
+	UnresolvedKey(ctx context.Context, key string) ([]journal.Intent, error)
 }
 
 var _ QueueStore = (*journal.Journal)(nil)

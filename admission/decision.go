@@ -79,7 +79,10 @@ const (
 	ReasonReadOnly     Reason = "read_only"            // Reject: reads are not queued; their answer would be stale
 	ReasonExpiresFirst Reason = "expires_before_recovery"
 	ReasonQueueFull    Reason = "queue_full" // Reject: Config.MaxQueued items already wait
-	ReasonQueued       Reason = "queued"     // Queue
+	// ReasonUnresolved: Reject: an earlier attempt under the same idempotency key has
+	// an unknown outcome; queueing it could apply it twice.
+	ReasonUnresolved Reason = "unresolved_earlier_attempt"
+	ReasonQueued     Reason = "queued" // Queue
 )
 
 // Decision is the answer for one piece of work.
@@ -131,6 +134,8 @@ func (d Decision) Message(loc *time.Location) string {
 		return "Not done: " + down + " and reads are not queued. Continue without this data."
 	case ReasonExpiresFirst:
 		return fmt.Sprintf("Not queued: %s, later than this work may wait (until %s). Continue without it.", down, hm(d.QueuedUntil))
+	case ReasonUnresolved:
+		return "Not queued: an earlier attempt of this request may already have been carried out, and its outcome is unknown. Do not repeat it; an operator must check it first."
 	case ReasonQueueFull:
 		return fmt.Sprintf("Not queued: %s and %d requests already wait for it. Continue without it.", down, d.MaxQueued)
 	}

@@ -12,9 +12,13 @@
 //     unless it would expire before the dependency can even be tried again.
 //
 // When the breaker closes ([Controller.OnStateChange], registered as a breaker
-// listener, wakes [Controller.Run]), the dependency's queue is replayed in priority
-// order, older first, at most Config.ReplayRate items per second, and only while the
-// breaker stays closed. Items whose expiry passed are dropped and reported through
+// listener, wakes [Controller.Run]), and at start-up and on every sweep for each
+// dependency whose breaker is closed (a restarted process's breakers start closed, so
+// no transition would wake the queue it inherited), the dependency's queue is
+// replayed in priority order, older first, at most Config.ReplayRate items per
+// second, and only while the breaker stays closed. Work whose idempotency key has an
+// unsettled intent in the journal (an earlier attempt with an unknown outcome) is
+// neither queued nor replayed automatically. Items whose expiry passed are dropped and reported through
 // Config.OnEvent, never silently. Replays are claimed in the journal first, so several
 // processes can share one PostgreSQL queue.
 //

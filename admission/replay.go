@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -68,20 +69,22 @@ func (c *Controller) OnStateChange(e breaker.Event) {
 	}
 }
 
-// Run drains queues as their breakers close and drops expired items every
-// Config.SweepEvery, until ctx ends. Run it on one goroutine per process; several
+// Run drains queues as their breakers close, and at start-up and every
+// Config.SweepEvery drops expired items and drains every queue whose dependency is
+// available, until ctx ends. The start-up drain is what replays the work a restart
+// would otherwise strand: a new process's breakers start closed, so no transition to
+// closed ever wakes their queues. Run it on one goroutine per process; several
 // processes sharing a PostgreSQL journal may each run it, as claims are atomic.
 func (c *Controller) Run(ctx context.Context) error {
 	tick, stop := c.cfg.NewTicker(c.cfg.SweepEvery)
 	defer stop()
+	c.sweepAndDrain(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick:
-			if _, err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
-				c.logErr("sweep", err)
-			}
+			c.sweepAndDrain(ctx)
 		case <-c.wake:
 			c.mu.Lock()
 			deps := make([]string, 0, len(c.wanted))
@@ -95,6 +98,31 @@ func (c *Controller) Run(ctx context.Context) error {
 					c.logErr("drain "+d, err)
 				}
 			}
+		}
+	}
+}
+
+// sweepAndDrain drops expired items, then drains the queue of every dependency that
+// has items waiting and whose breaker is closed (or that no breaker guards).
+func (c *Controller) sweepAndDrain(ctx context.Context) {
+	if _, err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
+		c.logErr("sweep", err)
+	}
+	deps, err := c.cfg.Journal.QueuedDependencies(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.logErr("listing queues", err)
+		}
+		return
+	}
+	for _, d := range deps {
+		if b, ok := c.cfg.Map.Get(d); ok {
+			if s := b.State(); s != breaker.Closed && s != breaker.ForcedClosed {
+				continue // its breaker closing will wake Run
+			}
+		}
+		if _, err := c.Drain(ctx, d); err != nil && ctx.Err() == nil {
+			c.logErr("drain "+d, err)
 		}
 	}
 }
@@ -128,12 +156,23 @@ type DrainReport struct {
 
 // Drain replays a dependency's waiting items, highest priority first and older first
 // within a priority, at most Config.ReplayRate per second, while its breaker stays
-// closed. Expired items are dropped and reported first. Items are claimed in the
-// journal before they run, so two replayers never run the same item.
+// closed. Expired items are dropped and reported first. Each item is claimed in the
+// journal (one commit) before it runs and its result recorded after (one more), so
+// two replayers never run the same item and a replay costs two commits.
+//
+// An item whose idempotency key has an unsettled intent in the journal (an earlier
+// attempt of the same operation whose outcome is unknown) is not replayed: replaying
+// could apply it twice. It is handed over instead (Config.OnHandOver, and the event),
+// with the reason.
 func (c *Controller) Drain(ctx context.Context, dependency string) (DrainReport, error) {
 	var rep DrainReport
 	b, ok := c.cfg.Map.Get(dependency)
 	interval := time.Duration(float64(time.Second) / c.cfg.ReplayRate)
+	expired, err := c.expire(ctx, dependency)
+	rep.Expired += len(expired)
+	if err != nil {
+		return rep, err
+	}
 	for first := true; ; first = false {
 		if ok {
 			if s := b.State(); s != breaker.Closed && s != breaker.ForcedClosed {
@@ -141,29 +180,42 @@ func (c *Controller) Drain(ctx context.Context, dependency string) (DrainReport,
 				return rep, nil
 			}
 		}
-		expired, err := c.expire(ctx, dependency)
-		rep.Expired += len(expired)
-		if err != nil {
-			return rep, err
-		}
-		next, err := c.cfg.Journal.Queued(ctx, dependency, 1, journal.QueueWaiting)
-		if err != nil || len(next) == 0 {
-			return rep, err
-		}
 		if !first {
+			// A read, not a commit: no pause after the last item.
+			next, err := c.cfg.Journal.Queued(ctx, dependency, 1, journal.QueueWaiting)
+			if err != nil && !errors.Is(err, journal.ErrCorrupt) {
+				return rep, err
+			}
+			if len(next) == 0 && err == nil {
+				return rep, nil
+			}
 			if err := c.cfg.Sleeper.Sleep(ctx, interval); err != nil {
 				return rep, err
 			}
 		}
-		it := next[0]
-		claimed, err := c.cfg.Journal.MoveQueued(ctx, it.ID, journal.QueueWaiting, journal.QueueReplaying, "replay started")
-		if err != nil {
+		it, claimed, err := c.cfg.Journal.ClaimQueued(ctx, dependency, c.cfg.Clock.Now(), "replay started")
+		if ce, isCorrupt := errors.AsType[*journal.CorruptError](err); isCorrupt {
+			c.failCorrupt(ctx, ce, &rep)
+			continue
+		}
+		if err != nil || !claimed {
 			return rep, err
 		}
-		if !claimed {
-			continue // another replayer took it, or it expired meanwhile
-		}
 		c.replay(ctx, it, &rep)
+	}
+}
+
+// failCorrupt closes claimed items whose stored payload could not be opened: they
+// cannot be replayed, and left as they are they would look interrupted.
+func (c *Controller) failCorrupt(ctx context.Context, ce *journal.CorruptError, rep *DrainReport) {
+	for _, r := range ce.Records {
+		reason := "not replayed: stored item failed its checks: " + r.Problem
+		if _, err := c.cfg.Journal.MoveQueued(ctx, r.ID, journal.QueueReplaying, journal.QueueFailed, reason); err != nil {
+			c.logErr("closing corrupt item "+r.ID, err)
+		}
+		rep.Failed++
+		c.emit(Event{Kind: EventReplayFailed, Item: journal.QueueItem{ID: r.ID, State: journal.QueueFailed, Reason: reason},
+			Reason: reason, Err: ce, At: c.cfg.Clock.Now()})
 	}
 }
 
@@ -175,7 +227,23 @@ func (c *Controller) replay(ctx context.Context, it journal.QueueItem, rep *Drai
 		reason = "replayed after " + it.Dependency + " recovered"
 		rerr   error
 	)
+	held := ""
+	if it.IdempotencyKey != "" && ReplayPolicy(it.ReplayPolicy) == ReplayAuto && c.cfg.Replay != nil {
+		un, err := c.cfg.Journal.UnresolvedKey(ctx, it.IdempotencyKey)
+		switch {
+		case err != nil:
+			held = "not replayed: the journal could not say whether an earlier attempt of it was applied"
+		case len(un) > 0:
+			held = "not replayed: an earlier attempt of it (intent " + un[0].ID + ") has an unknown outcome; settle it first"
+		}
+	}
 	switch {
+	case held != "":
+		to, kind, reason = journal.QueueHandedOver, EventHandedOver, held
+		if h := c.cfg.OnHandOver; h != nil {
+			h(it)
+		}
+		rep.HandedOver++
 	case ReplayPolicy(it.ReplayPolicy) == ReplayHandOver || c.cfg.Replay == nil:
 		to, kind, reason = journal.QueueHandedOver, EventHandedOver, "handed to the application after "+it.Dependency+" recovered"
 		if h := c.cfg.OnHandOver; h != nil {
@@ -204,6 +272,10 @@ func (c *Controller) replay(ctx context.Context, it journal.QueueItem, rep *Drai
 // PostgreSQL journal, give olderThan a margin over the longest replay.
 func (c *Controller) RecoverInterrupted(ctx context.Context, olderThan time.Duration) ([]journal.QueueItem, error) {
 	stuck, err := c.cfg.Journal.Queued(ctx, "", 0, journal.QueueReplaying)
+	if ce, ok := errors.AsType[*journal.CorruptError](err); ok {
+		c.logErr("reading interrupted replays (the healthy ones are recovered)", ce)
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package callbacks
 
 import (
+	"context"
 	"log/slog"
 
 	"google.golang.org/adk/v2/agent"
@@ -30,12 +31,12 @@ func (c *Callbacks) confirmsReplays(tool string) bool {
 // answers the call meanwhile, is told that the question was asked. adk-go stops the
 // turn after this call and, when the user answers, runs the same call again with the
 // answer in its context (resumeReplay).
-func (c *Callbacks) askReplay(ctx agent.Context, tool, dep string, run *retry.Run, p map[string]any) {
+func (c *Callbacks) askReplay(ctx agent.Context, tool, dep, requestID string, p map[string]any) {
 	hint := "An earlier attempt of " + tool + " with these same arguments got no answer from " +
 		payloads.CleanName(dep) + ", so it may already have been carried out. Confirm to send it again " +
 		"(with the same idempotency key, so a service that honours it will not apply it twice); " +
 		"decline to leave it for an operator to check."
-	payload := map[string]any{ConfirmKeyDependency: dep, ConfirmKeyTool: tool, ConfirmKeyRequestID: run.RequestID()}
+	payload := map[string]any{ConfirmKeyDependency: dep, ConfirmKeyTool: tool, ConfirmKeyRequestID: requestID}
 	if err := ctx.RequestConfirmation(hint, payload); err != nil {
 		c.log.Warn("agentbreaker: replay confirmation not requested; the call stays refused",
 			slog.String("tool", tool), slog.String("dependency", dep), slog.String("error", err.Error()))
@@ -54,11 +55,7 @@ func (c *Callbacks) resumeReplay(ctx agent.Context, inv *invocation, tool, dep s
 	if !confirmed {
 		return c.replayRefused(ctx, inv, tool, dep, b, args, "the user chose not to send it again.", nil)
 	}
-	hash, _, err := j.HashArgs(args)
-	if err != nil {
-		return c.replayRefused(ctx, inv, tool, dep, b, args, "its arguments could not be checked against the journal.", err)
-	}
-	intents, err := j.Unresolved(ctx, tool, hash)
+	intents, err := c.unresolved(ctx, tool, args)
 	if err != nil {
 		return c.replayRefused(ctx, inv, tool, dep, b, args, "the journal of earlier attempts could not be read.", err)
 	}
@@ -87,6 +84,60 @@ func (c *Callbacks) resumeReplay(ctx agent.Context, inv *invocation, tool, dep s
 	c.log.Info("agentbreaker: the user confirmed a replay of a call with an unknown outcome",
 		slog.String("tool", tool), slog.String("dependency", dep), slog.Int("approved_intents", len(intents)))
 	return nil
+}
+
+// unresolved returns the journal's unresolved intents of the same tool and arguments,
+// leaving out the open ones this process wrote: those are calls in flight here, which
+// the Retrier already tells apart (in flight, or unknown after it ends).
+func (c *Callbacks) unresolved(ctx context.Context, tool string, args map[string]any) ([]journal.Intent, error) {
+	j := c.cfg.Journal
+	hash, _, err := j.HashArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	list, err := j.Unresolved(ctx, tool, hash)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := j.(interface{ Owner() string })
+	if !ok {
+		return list, nil
+	}
+	out := list[:0]
+	for _, in := range list {
+		if in.State == journal.StateOpen && in.Owner == o.Owner() {
+			continue
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// checkJournal is the UNKNOWN rule across restarts: before a mutation is sent, the
+// journal's unresolved intents of the same tool and arguments (an earlier attempt, in
+// this process or one that crashed, whose outcome nobody has settled) stop it. It
+// returns the payload that answers the call instead, or nil to let it go. With
+// ConfirmUnknownReplays the user is asked, and a confirmed call is resent under the
+// original attempt's key (resumeReplay).
+func (c *Callbacks) checkJournal(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any, confirm bool) map[string]any {
+	un, err := c.unresolved(ctx, tool, args)
+	if err != nil {
+		return c.replayRefused(ctx, inv, tool, dep, b, args, "the journal of earlier attempts could not be read.", err)
+	}
+	if len(un) == 0 {
+		return nil
+	}
+	p := c.replayRefused(ctx, inv, tool, dep, b, args, "nobody has confirmed whether it was.", nil)
+	if confirm {
+		newest := un[0]
+		for _, in := range un[1:] {
+			if in.CreatedAt.After(newest.CreatedAt) {
+				newest = in
+			}
+		}
+		c.askReplay(ctx, tool, dep, newest.RequestID, p)
+	}
+	return p
 }
 
 // replayRefused answers a resumed call that is not sent: the user declined, or the

@@ -1,25 +1,35 @@
 package callbacks_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/internal/testenv"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/postgres"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool"
@@ -242,4 +252,219 @@ func TestConfirmUnknownReplaysNeedsJournal(t *testing.T) {
 	r := retry.MustNew(retry.Config{})
 	_, err := callbacks.New(callbacks.Config{Dependencies: deps, Retry: r, ConfirmUnknownReplays: true})
 	require.ErrorContains(t, err, "Config.ConfirmUnknownReplays is true but Config.Journal is nil")
+}
+
+// The crash child of TestCrashBetweenIntentAndOutcome: an agent that charges through
+// the real runner and is killed while the payments server holds the request.
+const crashChildEnv = "AGENTBREAKER_CALLBACKS_CRASH_CHILD"
+
+var crashKey = []byte("callbacks-crash-test-key-0123")
+
+func crashJournalConfig(kind, target, prefix string) journal.Config {
+	cfg := journal.Config{HashKey: crashKey, Prefix: prefix}
+	if kind == "sqlite" {
+		cfg.Backend = sqlite.Backend{Path: target}
+	} else {
+		cfg.Backend = postgres.Backend{DSN: target}
+	}
+	return cfg
+}
+
+var crashArgs = map[string]any{"amount": 42, "to": "acct-7"}
+
+// crashChargeFixture is the agent both processes run: charge is mutating, with the
+// retry orchestrator and the journal; confirm turns on ConfirmUnknownReplays.
+func crashChargeFixture(t *testing.T, cfg journal.Config, url string, confirm bool, steps ...breakertest.Step) (*fixture, *journal.Journal) {
+	t.Helper()
+	var j *journal.Journal
+	f := newFixture(t, fixtureConfig{
+		steps: steps,
+		deps:  map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
+		cfg:   callbacks.Config{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: confirm},
+		prepare: func(f *fixture, c *callbacks.Config) {
+			var err error
+			cfg.Clock = f.clk
+			j, err = journal.Open(context.Background(), cfg)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = j.Close() })
+			c.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk})
+			c.Journal = j
+		},
+		toolsOf: func(f *fixture) []tool.Tool {
+			return []tool.Tool{f.cb.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, url))}
+		},
+	})
+	return f, j
+}
+
+func TestCrashChildCharge(t *testing.T) {
+	spec := os.Getenv(crashChildEnv)
+	if spec == "" {
+		t.Skip("the child process of TestCrashBetweenIntentAndOutcome")
+	}
+	parts := strings.SplitN(spec, "|", 4)
+	f, _ := crashChargeFixture(t, crashJournalConfig(parts[0], parts[1], parts[2]), parts[3], false,
+		breakertest.Call("charge", crashArgs), breakertest.Text("done"))
+	f.run(t, "pay acct-7 42") // killed while the server holds the request
+	t.Fatal("the charge was answered; the parent should have killed this process")
+}
+
+// holdingServer is a payments service that records each request's key and applies
+// each key once. The very first request is applied and then held without an answer
+// until the client goes away; a repeat of a key answers that it was replayed; any
+// other key is a new charge, answered at once.
+type holdingServer struct {
+	*httptest.Server
+	first chan string
+	mu    sync.Mutex
+	keys  []string
+}
+
+func newHoldingServer(t *testing.T) *holdingServer {
+	s := &holdingServer{first: make(chan string, 1)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		key := r.Header.Get(httptransport.DefaultIdempotencyHeader)
+		s.mu.Lock()
+		seen := slices.Contains(s.keys, key)
+		s.keys = append(s.keys, key)
+		n := len(s.keys)
+		s.mu.Unlock()
+		switch {
+		case seen:
+			_, _ = w.Write([]byte(`{"charged": true, "replayed": true}`))
+		case n > 1:
+			_, _ = w.Write([]byte(`{"charged": true}`)) // a second charge, under a new key
+		default:
+			s.first <- key
+			<-r.Context().Done() // applied; the answer never leaves
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *holdingServer) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.keys...)
+}
+
+// TestCrashBetweenIntentAndOutcome is issue 18b, on both journal backends: an agent
+// process is killed with SIGKILL after its charge's intent was made durable and the
+// server applied it, before any outcome. The restarted agent, asked for the same
+// charge, answers "outcome unknown" without sending anything; with
+// ConfirmUnknownReplays and the user's confirmation it resends under the ORIGINAL key,
+// so the server charges once.
+func TestCrashBetweenIntentAndOutcome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills a child process")
+	}
+	type target struct{ kind, target, prefix string }
+	targets := map[string]func(t *testing.T) target{
+		"sqlite": func(t *testing.T) target {
+			return target{"sqlite", filepath.Join(t.TempDir(), "j.db"), journal.DefaultPrefix}
+		},
+		"postgres": func(t *testing.T) target {
+			dsn := testenv.PostgresDSN(t)
+			prefix := "cb" + strings.ToLower(rand.Text()[:10]) + "_"
+			t.Cleanup(func() {
+				c, err := pgx.Connect(context.Background(), dsn)
+				if err != nil {
+					t.Errorf("dropping %s tables: %v", prefix, err)
+					return
+				}
+				defer c.Close(context.Background())
+				for _, tbl := range []string{"intents", "queue", "commits", "schema_migrations"} {
+					_, _ = c.Exec(context.Background(), "DROP TABLE IF EXISTS "+prefix+tbl)
+				}
+			})
+			return target{"postgres", dsn, prefix}
+		},
+	}
+	for name, mk := range targets {
+		t.Run(name, func(t *testing.T) {
+			tg := mk(t)
+			srv := newHoldingServer(t)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChildCharge$", "-test.count=1")
+			cmd.Env = append(os.Environ(), crashChildEnv+"="+tg.kind+"|"+tg.target+"|"+tg.prefix+"|"+srv.URL+"/charge")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			require.NoError(t, cmd.Start())
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			var key string
+			select {
+			case key = <-srv.first:
+			case err := <-exited:
+				t.Fatalf("the child ended before its charge reached the server: %v\n%s", err, out.String())
+			}
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			err := <-exited
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee)
+			ws := ee.Sys().(syscall.WaitStatus)
+			require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "killed by SIGKILL: %v", err)
+
+			cfg := crashJournalConfig(tg.kind, tg.target, tg.prefix)
+			if tg.kind == "postgres" {
+				waitForLease(t, tg.target, tg.prefix, cfg)
+			}
+			// The restarted agent: no operator has looked, and it did not even reconcile yet.
+			f, j := crashChargeFixture(t, cfg, srv.URL+"/charge", false, breakertest.Call("charge", crashArgs), breakertest.Text("done"))
+			turn := f.run(t, "pay acct-7 42")
+			require.Equal(t, []any{payloads.TypeOutcomeUnknown}, responseTypes(turn))
+			require.Contains(t, turn.FunctionResponses()[0].Response[payloads.KeyReason], "may already have been carried out")
+			require.Equal(t, []string{key}, srv.requests(), "nothing was sent again")
+
+			// Start-up reconciliation settles the dead process's intent for an operator.
+			rep, err := j.Reconcile(t.Context())
+			require.NoError(t, err)
+			require.Empty(t, rep.Skipped)
+			require.Len(t, rep.Awaiting, 1)
+			require.Equal(t, key, rep.Awaiting[0].IdempotencyKey)
+			require.NoError(t, j.Close())
+
+			// With ConfirmUnknownReplays the user is asked, and confirms.
+			g, j2 := crashChargeFixture(t, cfg, srv.URL+"/charge", true, breakertest.Call("charge", crashArgs), breakertest.Text("done"))
+			turn = g.run(t, "pay acct-7 42")
+			require.Equal(t, []string{key}, srv.requests(), "not sent before the user answers")
+			req, _, _ := confirmationRequest(t, turn)
+			resumed := answer(t, g, req, true)
+			rfrs := resumed.FunctionResponses()
+			require.Len(t, rfrs, 1)
+			require.Equal(t, "ok", rfrs[0].Response["status"])
+			require.Equal(t, []string{key, key}, srv.requests(), "resent once, under the original key")
+			intents, err := j2.Intents(t.Context(), journal.Filter{Tool: "charge"})
+			require.NoError(t, err)
+			require.Len(t, intents, 2)
+			for _, in := range intents {
+				require.Equal(t, key, in.IdempotencyKey)
+			}
+			g.requireClean(t)
+		})
+	}
+}
+
+// waitForLease blocks, on the server, until no session holds the killed process's
+// owner lease (the server ends a killed client's session when it reads the closed
+// socket, which can trail the exit by a moment).
+func waitForLease(t *testing.T, dsn, prefix string, cfg journal.Config) {
+	t.Helper()
+	j, err := journal.Open(t.Context(), cfg)
+	require.NoError(t, err)
+	open, err := j.Intents(t.Context(), journal.Filter{States: []journal.State{journal.StateOpen}})
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	require.Len(t, open, 1, "the killed process's intent is open")
+	c, err := pgx.Connect(t.Context(), dsn)
+	require.NoError(t, err)
+	defer c.Close(context.Background())
+	_, err = c.Exec(t.Context(), "SET lock_timeout = '30s'")
+	require.NoError(t, err)
+	k := postgres.LeaseKey(prefix, open[0].Owner)
+	_, err = c.Exec(t.Context(), "SELECT pg_advisory_lock($1)", k)
+	require.NoError(t, err)
+	_, err = c.Exec(t.Context(), "SELECT pg_advisory_unlock($1)", k)
+	require.NoError(t, err)
 }

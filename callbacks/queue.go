@@ -41,7 +41,14 @@ const (
 // queue offers a call refused by an open breaker to Config.Admission, for a tool in
 // Config.QueueTools. It returns the queued payload, or nil when the call was not
 // queued (it is then answered as unavailable). The arguments travel with the queue
-// item, in canonical JSON, for the replay.
+// item, in canonical JSON, for the replay (the journal seals them).
+//
+// A mutation is checked against the UNKNOWN rule first: if an earlier attempt of the
+// same call (this invocation's operation, or an unresolved intent in the journal) may
+// already have been applied, it is answered "outcome unknown" and not queued, since
+// the replay would charge twice. A queued call carries its operation's request id and
+// idempotency key, so that the replay and any attempt of the same operation are one
+// operation to the dependency.
 func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any) map[string]any {
 	qt, ok := c.cfg.QueueTools[tool]
 	if !ok || c.cfg.Admission == nil {
@@ -52,12 +59,34 @@ func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, 
 		c.log.Warn("agentbreaker: call not queued: its arguments cannot be stored", slog.String("tool", tool), slog.String("error", err.Error()))
 		return nil
 	}
+	requestID, key := ctx.FunctionCallID(), ""
+	if c.cfg.Retry != nil {
+		op := retry.Operation{Dependency: dep, Tool: tool, Args: args, Idempotent: !c.mutating[tool]}
+		if run, _, err := c.cfg.Retry.Track(inv.id, op); err == nil {
+			if reason, _ := run.Done(); reason == retry.ReasonUnknownOutcome && c.mutating[tool] {
+				return c.replayRefused(ctx, inv, tool, dep, b, args, "it is not queued for a replay that could apply it twice.", nil)
+			}
+			requestID, key = run.RequestID(), run.IdempotencyKey()
+		}
+	}
+	if c.mutating[tool] && c.cfg.Journal != nil {
+		un, err := c.unresolved(ctx, tool, args)
+		if err != nil {
+			return c.replayRefused(ctx, inv, tool, dep, b, args, "the journal of earlier attempts could not be read.", err)
+		}
+		if len(un) > 0 {
+			return c.replayRefused(ctx, inv, tool, dep, b, args, "it is not queued for a replay that could apply it twice.", nil)
+		}
+	}
+	if key == "" {
+		key = retry.NewIdempotencyKey()
+	}
 	prio := qt.Priority
 	if prio == 0 {
 		prio = admission.PriorityNormal
 	}
 	d, err := c.cfg.Admission.Admit(ctx, admission.Work{
-		Dependency: dep, Tool: tool, RequestID: ctx.FunctionCallID(), IdempotencyKey: retry.NewIdempotencyKey(),
+		Dependency: dep, Tool: tool, RequestID: requestID, IdempotencyKey: key,
 		Priority: prio, MaxWait: qt.MaxWait, ReplayPolicy: qt.ReplayPolicy, Payload: body,
 	})
 	if err != nil {
@@ -66,6 +95,9 @@ func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, 
 	}
 	if d.Verdict != admission.Queue {
 		c.log.Info("agentbreaker: call not queued", slog.String("tool", tool), slog.String("dependency", dep), slog.String("reason", string(d.Reason)))
+		if d.Reason == admission.ReasonUnresolved {
+			return c.replayRefused(ctx, inv, tool, dep, b, args, "it is not queued for a replay that could apply it twice.", nil)
+		}
 		return nil
 	}
 	p := map[string]any{

@@ -1,8 +1,14 @@
 package callbacks_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,9 +18,11 @@ import (
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/retry"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
@@ -106,4 +114,180 @@ func TestQueueConfigErrors(t *testing.T) {
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}
+}
+
+// paymentsServer is a local payments service that records every request's
+// idempotency key and applies each key once. With dropFirst, the first request of a
+// key is applied and its connection dropped before any answer (an UNKNOWN outcome);
+// otherwise it is answered 200.
+type paymentsServer struct {
+	*httptest.Server
+	dropFirst bool
+	mu        sync.Mutex
+	keys      []string
+	applied   map[string]bool
+}
+
+func newPaymentsServer(t *testing.T, dropFirst bool) *paymentsServer {
+	t.Helper()
+	s := &paymentsServer{dropFirst: dropFirst, applied: map[string]bool{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		key := r.Header.Get(httptransport.DefaultIdempotencyHeader)
+		s.mu.Lock()
+		s.keys = append(s.keys, key)
+		seen := s.applied[key]
+		s.applied[key] = true
+		s.mu.Unlock()
+		if !seen && s.dropFirst {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				_ = conn.(*net.TCPConn).SetLinger(0)
+				conn.Close()
+			}
+			return
+		}
+		_, _ = w.Write([]byte(`{"charged": true}`))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// requests returns every key received, in order, and how many charges were applied.
+func (s *paymentsServer) requests() (keys []string, charges int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.keys...), len(s.applied)
+}
+
+// replayTo is an admission Replay that sends a queued charge to the server with the
+// item's idempotency key, as an application's replay would.
+func replayTo(u string) func(ctx context.Context, it journal.QueueItem) error {
+	return func(ctx context.Context, it journal.QueueItem) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(it.Payload))
+		if err != nil {
+			return err
+		}
+		req.Header.Set(httptransport.DefaultIdempotencyHeader, it.IdempotencyKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+}
+
+// queueFixture is an agent whose charge tool is mutating and queued while payments'
+// breaker (which trips on one failure) is open, with a retry orchestrator, a journal
+// and an admission controller replaying to srv.
+func queueFixture(t *testing.T, srv *paymentsServer, fc fixtureConfig) (*fixture, *journal.Journal, *admission.Controller) {
+	t.Helper()
+	var j *journal.Journal
+	var ctrl *admission.Controller
+	fc.deps = map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"},
+		Policy: breaker.Policy{MinimumCalls: 1, Cooldown: 30 * time.Second, Jitter: -1}}}
+	fc.cfg = callbacks.Config{MutatingTools: []string{"charge"}}
+	fc.prepare = func(f *fixture, cfg *callbacks.Config) {
+		var err error
+		j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.clk})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = j.Close() })
+		ctrl = admission.MustNew(admission.Config{Map: f.deps, Journal: j, Clock: f.clk, Sleeper: &retry.FakeSleeper{Clock: f.clk},
+			Replay: replayTo(srv.URL + "/charge")})
+		cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk})
+		cfg.Journal, cfg.Admission = j, ctrl
+		cfg.QueueTools = map[string]callbacks.QueueTool{"charge": {MaxWait: time.Hour}}
+	}
+	fc.toolsOf = func(f *fixture) []tool.Tool {
+		return []tool.Tool{f.cb.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}
+	}
+	f := newFixture(t, fc)
+	return f, j, ctrl
+}
+
+// recover closes payments' breaker the way traffic would: the cooldown passes and a
+// probe succeeds.
+func recoverBreaker(t *testing.T, f *fixture) {
+	t.Helper()
+	f.clk.Advance(31 * time.Second)
+	b := f.breaker(t, "payments")
+	if b.State() == breaker.Closed {
+		return
+	}
+	p, err := b.Allow()
+	require.NoError(t, err)
+	p.Success()
+	require.Equal(t, breaker.Closed, b.State())
+}
+
+// TestUnknownChargeIsNotQueuedTwice is issue 14a's double charge: the first charge is
+// applied but its answer lost (UNKNOWN), which trips the breaker; the model's
+// identical re-issue is answered "outcome unknown" instead of "queued", so after the
+// dependency recovers nothing is replayed: one request and one charge at the server.
+func TestUnknownChargeIsNotQueuedTwice(t *testing.T) {
+	t.Parallel()
+	srv := newPaymentsServer(t, true)
+	args := map[string]any{"amount": 42, "to": "acct-7"}
+	f, j, ctrl := queueFixture(t, srv, fixtureConfig{steps: []breakertest.Step{
+		breakertest.Call("charge", args), breakertest.Call("charge", args), breakertest.Text("done"),
+	}})
+	turn := f.run(t, "pay acct-7 42")
+	require.Equal(t, []any{payloads.TypeOutcomeUnknown, payloads.TypeOutcomeUnknown}, responseTypes(turn))
+	require.Equal(t, breaker.Open, f.breaker(t, "payments").State(), "the UNKNOWN outcome counted")
+	require.Empty(t, f.ev.of(callbacks.EventQueued), "not queued")
+
+	recoverBreaker(t, f)
+	rep, err := ctrl.Drain(t.Context(), "payments")
+	require.NoError(t, err)
+	require.Zero(t, rep.Replayed)
+	keys, charges := srv.requests()
+	require.Len(t, keys, 1, "one request reached the payments server")
+	require.Equal(t, 1, charges)
+	items, err := j.Queued(t.Context(), "", 0)
+	require.NoError(t, err)
+	require.Empty(t, items)
+	f.requireClean(t)
+}
+
+// TestQueuedChargeKeepsItsOperationsKey is issue 14a's second half: a charge queued
+// while payments is down carries its operation's idempotency key, so when the model
+// sends the same charge again after recovery and the queue replays it too, the server
+// sees one key twice and charges once.
+func TestQueuedChargeKeepsItsOperationsKey(t *testing.T) {
+	t.Parallel()
+	srv := newPaymentsServer(t, false)
+	args := map[string]any{"amount": 42, "to": "acct-7"}
+	var f *fixture
+	step := 0
+	f, _, ctrl := queueFixture(t, srv, fixtureConfig{then: func(breakertest.Request) breakertest.Step {
+		step++
+		switch step {
+		case 1:
+			return breakertest.Call("charge", args) // queued: payments is down
+		case 2:
+			recoverBreaker(t, f) // the cooldown passes; this call is the probe
+			return breakertest.Call("charge", args)
+		}
+		return breakertest.Text("done")
+	}})
+	b := f.breaker(t, "payments")
+	p, err := b.Allow()
+	require.NoError(t, err)
+	p.Failure()
+	require.Equal(t, breaker.Open, b.State())
+
+	turn := f.run(t, "pay acct-7 42")
+	frs := turn.FunctionResponses()
+	require.Len(t, frs, 2)
+	require.Equal(t, callbacks.TypeQueued, frs[0].Response[payloads.KeyResponseType])
+	require.Equal(t, "ok", frs[1].Response["status"])
+
+	rep, err := ctrl.Drain(t.Context(), "payments")
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Replayed)
+	keys, charges := srv.requests()
+	require.Len(t, keys, 2, "the model's call and the queue's replay")
+	require.Equal(t, keys[0], keys[1], "the queued item carries its operation's key")
+	require.Equal(t, 1, charges, "charged once")
+	f.requireClean(t)
 }

@@ -33,13 +33,21 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 		op.Reconcile = j.Reconciler()
 	}
 	confirm := c.confirmsReplays(tool)
+	checked := false
 	if confirm {
 		if tc := ctx.ToolConfirmation(); tc != nil {
 			// The user answered a replay confirmation this call asked for earlier.
 			if p := c.resumeReplay(ctx, inv, tool, dep, b, args, tc.Confirmed, &op); p != nil {
 				return nil, p
 			}
-			confirm = false // approved: the call goes on like any other
+			confirm, checked = false, true // approved: the call goes on like any other
+		}
+	}
+	if c.mutating[tool] && c.cfg.Journal != nil && !checked {
+		// The UNKNOWN rule across restarts: the Retrier only knows this process's
+		// attempts; the journal knows those of a process that crashed mid-call.
+		if p := c.checkJournal(ctx, inv, tool, dep, b, args, confirm); p != nil {
+			return nil, p
 		}
 	}
 	run, _, err := c.cfg.Retry.Track(inv.id, op)
@@ -61,7 +69,7 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 	}
 	p := c.retryRefused(ctx, inv, tool, dep, b, run, se)
 	if confirm && se.Reason == retry.ReasonUnknownOutcome {
-		c.askReplay(ctx, tool, dep, run, p)
+		c.askReplay(ctx, tool, dep, run.RequestID(), p)
 	}
 	return nil, p
 }

@@ -402,3 +402,50 @@ func TestRetryCallStoppedByALaterPluginIsNotAnAttempt(t *testing.T) {
 	require.Equal(t, retry.ReasonSucceeded, recs[1].Stop)
 	f.requireClean(t)
 }
+
+// TestReadRetriedAfterTimeoutLeavesNoBacklog is issue 18f through the real runner: a
+// read whose first attempt is lost after the server got it (UNKNOWN) and whose
+// re-issue by the model succeeds leaves nothing in the journal's backlog: the first
+// attempt is superseded by the second, which carried the same idempotency key.
+func TestReadRetriedAfterTimeoutLeavesNoBacklog(t *testing.T) {
+	t.Parallel()
+	srv := newPaymentsServer(t, true) // drops the first request of each key
+	args := map[string]any{"customer": 7}
+	var j *journal.Journal
+	f := newFixture(t, fixtureConfig{
+		steps: []breakertest.Step{breakertest.Call("lookup", args), breakertest.Call("lookup", args), breakertest.Text("done")},
+		deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		prepare: func(f *fixture, cfg *callbacks.Config) {
+			var err error
+			j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.clk})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = j.Close() })
+			cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk})
+			cfg.Journal = j
+		},
+		toolsOf: func(f *fixture) []tool.Tool {
+			return []tool.Tool{f.cb.MustWithIdempotencyKey(httpTool(t, "lookup", http.MethodPost, srv.URL+"/lookup"))}
+		},
+	})
+	turn := f.run(t, "who is customer 7?")
+	frs := turn.FunctionResponses()
+	require.Len(t, frs, 2)
+	require.Contains(t, frs[0].Response, "error", "the first attempt's answer was lost")
+	require.Equal(t, "ok", frs[1].Response["status"], "the model's re-issue succeeded")
+	keys, _ := srv.requests()
+	require.Len(t, keys, 2)
+	require.Equal(t, keys[0], keys[1], "one operation, one key")
+
+	n, _, err := j.Backlog(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing for reconciliation: a read that succeeded on retry")
+	intents, err := j.Intents(t.Context(), journal.Filter{Tool: "lookup"})
+	require.NoError(t, err)
+	require.Len(t, intents, 2)
+	states := map[int]journal.State{} // by attempt: both were written at the same fake instant
+	for _, in := range intents {
+		states[in.Attempt] = in.State
+	}
+	require.Equal(t, map[int]journal.State{1: journal.StateSuperseded, 2: journal.StateSucceeded}, states)
+	f.requireClean(t)
+}

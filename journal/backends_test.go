@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/testenv"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
@@ -19,12 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func postgresDSN() string {
-	if dsn := os.Getenv("AGENTBREAKER_POSTGRES_DSN"); dsn != "" {
-		return dsn
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
+// testKey is the journal secret of the PostgreSQL tests (SQLite ones use the key file
+// beside the database, as by default).
+var testKey = []byte("0123456789abcdef-journal-tests")
 
 // backend is one place a journal can live, with raw access for tests that must reach
 // past the API (to corrupt a row, or fake a newer schema).
@@ -34,6 +31,9 @@ type backend struct {
 	config func(t testing.TB) journal.Config
 	// raw runs a statement directly on the database of cfg.
 	raw func(t testing.TB, cfg journal.Config, stmt string, args ...any)
+	// column reads one column of every row a query returns, as bytes: what a reader
+	// of the database sees.
+	column func(t testing.TB, cfg journal.Config, query string) [][]byte
 }
 
 var backends = []backend{
@@ -49,20 +49,53 @@ var backends = []backend{
 			_, err = db.Exec(stmt, args...)
 			require.NoError(t, err)
 		},
+		column: func(t testing.TB, cfg journal.Config, query string) [][]byte {
+			db, err := sql.Open("sqlite", cfg.Backend.(sqlite.Backend).Path)
+			require.NoError(t, err)
+			defer db.Close()
+			rows, err := db.Query(query)
+			require.NoError(t, err)
+			defer rows.Close()
+			var out [][]byte
+			for rows.Next() {
+				var v []byte
+				require.NoError(t, rows.Scan(&v))
+				out = append(out, v)
+			}
+			require.NoError(t, rows.Err())
+			return out
+		},
 	},
 	{
 		name: "postgres",
 		config: func(t testing.TB) journal.Config {
+			dsn := testenv.PostgresDSN(t)
 			prefix := uniquePrefix()
 			t.Cleanup(func() { dropPrefix(t, prefix) })
-			return journal.Config{Backend: postgres.Backend{DSN: postgresDSN()}, Prefix: prefix}
+			return journal.Config{Backend: postgres.Backend{DSN: dsn}, Prefix: prefix, HashKey: testKey}
 		},
 		raw: func(t testing.TB, cfg journal.Config, stmt string, args ...any) {
-			c, err := pgx.Connect(context.Background(), postgresDSN())
+			c, err := pgx.Connect(context.Background(), testenv.PostgresDSN(t))
 			require.NoError(t, err)
 			defer c.Close(context.Background())
 			_, err = c.Exec(context.Background(), stmt, args...)
 			require.NoError(t, err)
+		},
+		column: func(t testing.TB, cfg journal.Config, query string) [][]byte {
+			c, err := pgx.Connect(context.Background(), testenv.PostgresDSN(t))
+			require.NoError(t, err)
+			defer c.Close(context.Background())
+			rows, err := c.Query(context.Background(), query)
+			require.NoError(t, err)
+			defer rows.Close()
+			var out [][]byte
+			for rows.Next() {
+				var v []byte
+				require.NoError(t, rows.Scan(&v))
+				out = append(out, v)
+			}
+			require.NoError(t, rows.Err())
+			return out
 		},
 	},
 }
@@ -71,13 +104,13 @@ var backends = []backend{
 func uniquePrefix() string { return "t" + strings.ToLower(rand.Text()[:12]) + "_" }
 
 func dropPrefix(t testing.TB, prefix string) {
-	c, err := pgx.Connect(context.Background(), postgresDSN())
+	c, err := pgx.Connect(context.Background(), testenv.PostgresDSNUnchecked())
 	if err != nil {
 		t.Errorf("dropping test tables %s: %v", prefix, err)
 		return
 	}
 	defer c.Close(context.Background())
-	for _, tbl := range []string{"intents", "queue", "schema_migrations"} {
+	for _, tbl := range []string{"intents", "queue", "commits", "schema_migrations"} {
 		if _, err := c.Exec(context.Background(), "DROP TABLE IF EXISTS "+prefix+tbl); err != nil {
 			t.Errorf("dropping %s%s: %v", prefix, tbl, err)
 		}
@@ -104,3 +137,11 @@ func forEachBackend(t *testing.T, body func(t *testing.T, b backend)) {
 }
 
 func fakeClock() *clock.Fake { return clock.NewFake(time.Time{}) }
+
+// prefixOf is the table prefix cfg's journal uses.
+func prefixOf(cfg journal.Config) string {
+	if cfg.Prefix == "" {
+		return journal.DefaultPrefix
+	}
+	return cfg.Prefix
+}

@@ -2,9 +2,15 @@ package journal
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
@@ -22,6 +28,9 @@ type Backend interface {
 	Open(ctx context.Context, prefix string) (store.Store, error)
 	// DefaultGrace is Config.InFlightGrace when that is zero.
 	DefaultGrace() time.Duration
+	// DefaultKeyFile is Config.KeyFile when neither it nor Config.HashKey is set, or ""
+	// when the backend has no safe default (then one of them is required).
+	DefaultKeyFile() string
 }
 
 // Config configures a Journal.
@@ -32,26 +41,45 @@ type Config struct {
 	// share a database: lower-case letters, digits and '_', starting with a letter, at
 	// most 30 characters. Defaults to "agentbreaker_".
 	Prefix string
-	// StoreArguments keeps each call's canonical arguments beside their hash. They may
-	// hold personal data, so by default only the hash is kept. Defaults to false.
+	// StoreArguments keeps each call's canonical arguments beside their hash, and the
+	// queue's payloads (a queued call's arguments) as given. They may hold personal
+	// data, so by default only the keyed hash of the arguments is kept, and payloads
+	// are sealed (AES-256-GCM under a key derived from HashKey, bound to the item's
+	// id): a reader of the database sees neither. Defaults to false.
 	StoreArguments bool
-	// HashKey, when set, makes the argument hash an HMAC-SHA-256 under this key, so that
-	// short arguments (a phone number) cannot be recovered by hashing guesses. Keep it
-	// stable: hashes made under another key do not match. Defaults to none (SHA-256).
+	// HashKey is the journal's secret: the argument hash is an HMAC-SHA-256 under it,
+	// so that a reader of the database cannot recover short arguments (a PIN, a phone
+	// number) by hashing guesses, and queued payloads are sealed with AES-256-GCM under
+	// a key derived from it (see StoreArguments). At least 16 bytes; keep it stable and
+	// out of the database: hashes made under another key do not match, and sealed
+	// payloads cannot be opened. Processes sharing a database must share it. Defaults
+	// to the key in KeyFile.
 	HashKey []byte
+	// KeyFile holds the secret when HashKey is empty: hex, at least 16 bytes. A
+	// missing file is created with 32 random bytes, readable by its owner only (0600).
+	// Defaults to the backend's DefaultKeyFile: the database path plus ".key" for
+	// SQLite. PostgreSQL has no default: its processes run on several machines and
+	// must share one key, so give HashKey or KeyFile (Open refuses neither).
+	KeyFile string
 	// Lookups settle intents left without a final outcome, by dependency key: they ask
 	// the dependency whether the call was applied (by idempotency key, typically).
 	// Defaults to none: every such intent waits for an operator.
 	Lookups map[string]StatusLookup
-	// InFlightGrace keeps Reconcile away from intents another process wrote this
-	// recently and has not finished: that process may still be waiting for the answer.
-	// Defaults to the backend's DefaultGrace: 0 for SQLite (one process owns the
-	// file) and 2m for PostgreSQL.
+	// InFlightGrace keeps Reconcile away from open intents that another process wrote
+	// this recently, when the backend cannot tell whether that process is alive (an
+	// owner that predates owner leases). Owners the backend can judge are settled at
+	// once when dead and never while alive (see Reconcile). Defaults to the backend's
+	// DefaultGrace: 0 for SQLite (one process owns the file) and 2m for PostgreSQL.
 	// Negative means 0.
 	InFlightGrace time.Duration
 	// MaxBatch caps how many writes are committed together. From 1 to 10000.
 	// Defaults to 256.
 	MaxBatch int
+	// MaxCommitDelay caps how long the group committer waits for writers that were
+	// waiting on the last commit to join the next one (it waits at most a quarter of
+	// the last commit's duration, and never for a lone writer). Defaults to 1ms;
+	// negative turns the wait off.
+	MaxCommitDelay time.Duration
 	// WriteTimeout bounds one commit. Defaults to 30s.
 	WriteTimeout time.Duration
 	// Clock stamps records. Defaults to the system clock.
@@ -97,6 +125,9 @@ func (c *Config) setDefaults() error {
 	if c.MaxBatch < 1 || c.MaxBatch > 10000 {
 		return bad("MaxBatch", c.MaxBatch, "must be between 1 and 10000")
 	}
+	if c.MaxCommitDelay == 0 {
+		c.MaxCommitDelay = time.Millisecond
+	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second
 	}
@@ -104,5 +135,67 @@ func (c *Config) setDefaults() error {
 		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
 	}
 	c.Clock = clock.OrSystem(c.Clock)
+	if len(c.HashKey) > 0 {
+		if len(c.HashKey) < minKeyLen {
+			return bad("HashKey", fmt.Sprintf("%d bytes", len(c.HashKey)), fmt.Sprintf("must be at least %d bytes", minKeyLen))
+		}
+		return nil
+	}
+	if c.KeyFile == "" {
+		c.KeyFile = c.Backend.DefaultKeyFile()
+	}
+	if c.KeyFile == "" {
+		return bad("HashKey", "empty", "is required with this backend (or KeyFile): processes sharing the database must share the key, and a key kept in the database would be readable by its readers")
+	}
 	return nil
+}
+
+// minKeyLen is the shortest secret accepted: 128 bits.
+const minKeyLen = 16
+
+// loadKey reads the secret from path, creating the file with a fresh random key when
+// it is missing. Two processes creating it at once agree: O_EXCL lets one win and the
+// other reads the winner's key.
+func loadKey(path string) ([]byte, error) {
+	bad := func(problem string) error {
+		return &ConfigError{Package: "journal", Field: "KeyFile", Value: fmt.Sprintf("%q", path), Problem: problem}
+	}
+	for range 2 {
+		raw, err := os.ReadFile(path)
+		if err == nil {
+			key, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+			if err != nil {
+				return nil, bad("does not hold a hex key")
+			}
+			if len(key) < minKeyLen {
+				return nil, bad(fmt.Sprintf("holds %d bytes; at least %d are required", len(key), minKeyLen))
+			}
+			return key, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, bad("cannot be read: " + err.Error())
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue // another process created it first: read its key
+		}
+		if err != nil {
+			return nil, bad("cannot be created: " + err.Error())
+		}
+		key := make([]byte, 32)
+		_, _ = rand.Read(key)
+		_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
+		if werr == nil {
+			werr = f.Sync()
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			_ = os.Remove(path)
+			return nil, bad("cannot be written: " + werr.Error())
+		}
+		return key, nil
+	}
+	return nil, bad("was created and removed while being read")
 }

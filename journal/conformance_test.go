@@ -51,7 +51,7 @@ func TestArgumentsStoredOnlyWhenAsked(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		cfg := b.config(t)
 		cfg.StoreArguments = true
-		cfg.HashKey = []byte("secret")
+		cfg.HashKey = []byte("another secret of 16+ bytes")
 		j := open(t, cfg)
 		in, err := j.Intend(t.Context(), dispatch(2))
 		require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestArgumentsStoredOnlyWhenAsked(t *testing.T) {
 		plain := open(t, b.config(t))
 		h1, _, _ := j.HashArgs(map[string]any{"id": 2, "name": "Zoë"})
 		h2, _, _ := plain.HashArgs(map[string]any{"id": 2, "name": "Zoë"})
-		require.NotEqual(t, h1, h2, "a keyed hash differs from the plain one")
+		require.NotEqual(t, h1, h2, "hashes under different keys differ")
 		require.Equal(t, h1, got.ArgsHash)
 	})
 }

@@ -73,7 +73,7 @@ func crashOutcome(seq int) (classify.Classification, journal.State) {
 }
 
 func crashConfig(kind, target, prefix string) journal.Config {
-	cfg := journal.Config{Prefix: prefix, StoreArguments: true}
+	cfg := journal.Config{Prefix: prefix, StoreArguments: true, HashKey: testKey}
 	if kind == "sqlite" {
 		cfg.Backend = sqlite.Backend{Path: target}
 	} else {
@@ -242,7 +242,7 @@ func crashTarget(t *testing.T, b backend) (journal.Config, string) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = journal.DefaultPrefix
 	}
-	cfg.StoreArguments = true
+	cfg.StoreArguments, cfg.HashKey = true, testKey
 	return cfg, kind + "|" + target + "|" + cfg.Prefix
 }
 

@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentbreaker/agentbreaker"
 )
@@ -21,6 +22,38 @@ var (
 	// ErrState is the sentinel of every *StateError.
 	ErrState = errors.New("journal: wrong state")
 )
+
+// BadRecord names one stored row that failed its checks, and the problem.
+type BadRecord struct {
+	// ID is the row's id ("" when even that could not be read).
+	ID string
+	// Problem says what is wrong, for example that it does not match its checksum.
+	Problem string
+}
+
+// CorruptError lists stored rows that failed their checks. The methods that return
+// it also return every healthy row: one bad row does not hide the rest. It unwraps to
+// ErrCorrupt.
+type CorruptError struct {
+	Table   string // "intents" or "queue"
+	Records []BadRecord
+}
+
+func (e *CorruptError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "journal: %d %s row(s) failed their checks:", len(e.Records), e.Table)
+	for i, r := range e.Records {
+		if i == 5 {
+			fmt.Fprintf(&b, " and %d more", len(e.Records)-5)
+			break
+		}
+		fmt.Fprintf(&b, " %s (%s);", r.ID, r.Problem)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // StateError says an intent or queue item was not in a state the operation needs,
 // for example Approve on an intent that already succeeded.

@@ -37,6 +37,11 @@ const (
 	StateApproved State = "approved"
 	// StateDiscarded: an operator closed it without a replay (treated as done). Final.
 	StateDiscarded State = "discarded"
+	// StateSuperseded: a later attempt of the same operation (same request id and
+	// idempotency key) succeeded, so this attempt's unknown outcome needs no
+	// reconciliation: under one idempotency key the operation took effect once (and a
+	// read has no effect to reconcile). Final.
+	StateSuperseded State = "superseded"
 )
 
 // unsettled are the states reconciliation and operators work on.
@@ -134,12 +139,24 @@ func (in *Intent) checksum() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Verify checks the intent against its checksum.
+// Verify checks the intent against its checksum and its state against the known ones.
 func (in *Intent) Verify() error {
 	if in.checksum() != in.Checksum {
-		return fmt.Errorf("%w: intent %s", ErrCorrupt, in.ID)
+		return fmt.Errorf("%w: intent %s: a field fixed at creation was changed", ErrCorrupt, in.ID)
+	}
+	if !knownState(in.State) {
+		return fmt.Errorf("%w: intent %s: unknown state %.40q", ErrCorrupt, in.ID, string(in.State))
 	}
 	return nil
+}
+
+func knownState(s State) bool {
+	switch s {
+	case StateOpen, StateSucceeded, StateFailed, StateFailedBeforeSend, StateUnknown, StateApplied,
+		StateNotApplied, StateAwaitingOperator, StateApproved, StateDiscarded, StateSuperseded:
+		return true
+	}
+	return false
 }
 
 const intentCols = `id, request_id, idempotency_key, dependency, tool, args_hash, args, attempt, policy_version,
@@ -159,7 +176,7 @@ func scanIntent(scan func(...any) error) (Intent, error) {
 	var state, outcome, class string
 	if err := scan(&in.ID, &in.RequestID, &in.IdempotencyKey, &in.Dependency, &in.Tool, &in.ArgsHash, &in.Args,
 		&attempt, &in.PolicyVersion, &created, &in.Owner, &in.Checksum, &state, &outcome, &class, &updated, &in.Note); err != nil {
-		return in, err
+		return in, fmt.Errorf("%w: unreadable row: %v", ErrCorrupt, err)
 	}
 	in.Attempt = int(attempt)
 	in.CreatedAt = time.UnixMicro(created).UTC()

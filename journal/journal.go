@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -24,6 +25,8 @@ import (
 // are group-committed by one committer.
 type Journal struct {
 	cfg   Config
+	key   []byte // the secret: Config.HashKey, or the one in Config.KeyFile
+	aead  cipher.AEAD
 	store store.Store
 	p     string // table prefix
 	owner string
@@ -34,7 +37,10 @@ type Journal struct {
 	closeMu  sync.RWMutex
 	closed   bool
 
-	commits, written, failed atomic.Int64
+	commits, written, failed, lostAcks, txs atomic.Int64
+	// waiting counts writers inside submit; peakWaiting is its value at the last
+	// commit, and lastCommit that commit's duration (ns): the group committer's cues.
+	waiting, peakWaiting, lastCommit atomic.Int64
 
 	flightMu sync.Mutex
 	inFlight map[string]struct{} // this instance's intents without an outcome yet
@@ -47,6 +53,17 @@ func Open(ctx context.Context, cfg Config) (*Journal, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	key := cfg.HashKey
+	if len(key) == 0 {
+		var err error
+		if key, err = loadKey(cfg.KeyFile); err != nil {
+			return nil, err
+		}
+	}
+	aead, err := payloadAEAD(key)
+	if err != nil {
+		return nil, err
+	}
 	s, err := cfg.Backend.Open(ctx, cfg.Prefix)
 	if err != nil {
 		return nil, err
@@ -55,11 +72,18 @@ func Open(ctx context.Context, cfg Config) (*Journal, error) {
 		s.Close()
 		return nil, fmt.Errorf("journal: migrating tables %q: %w", cfg.Prefix, err)
 	}
+	owner := rand.Text()
+	if err := s.Claim(ctx, owner); err != nil {
+		s.Close()
+		return nil, err
+	}
 	j := &Journal{
 		cfg:      cfg,
+		key:      key,
+		aead:     aead,
 		store:    s,
 		p:        cfg.Prefix,
-		owner:    rand.Text(),
+		owner:    owner,
 		writes:   make(chan *write, cfg.MaxBatch),
 		stop:     make(chan struct{}),
 		loopDone: make(chan struct{}),
@@ -88,19 +112,16 @@ func (j *Journal) Close() error {
 func (j *Journal) Owner() string { return j.owner }
 
 // HashArgs returns the hash stored for args and their canonical JSON (see
-// retry.CanonicalArgs): SHA-256, or HMAC-SHA-256 under Config.HashKey.
+// retry.CanonicalArgs): HMAC-SHA-256 under the journal's secret (Config.HashKey or
+// Config.KeyFile), so that a reader of the database cannot test guesses against it.
 func (j *Journal) HashArgs(args map[string]any) (hash string, canonical []byte, err error) {
 	canonical, err = retry.CanonicalArgs(args)
 	if err != nil {
 		return "", nil, err
 	}
-	if len(j.cfg.HashKey) > 0 {
-		m := hmac.New(sha256.New, j.cfg.HashKey)
-		m.Write(canonical)
-		return hex.EncodeToString(m.Sum(nil)), canonical, nil
-	}
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:]), canonical, nil
+	m := hmac.New(sha256.New, j.key)
+	m.Write(canonical)
+	return hex.EncodeToString(m.Sum(nil)), canonical, nil
 }
 
 func (j *Journal) micros() (time.Time, int64) {
@@ -179,6 +200,20 @@ func (j *Journal) Finish(ctx context.Context, id string, c classify.Classificati
 		var err error
 		n, err = q.Exec(ctx, `UPDATE `+j.p+`intents SET state = $1, outcome = $2, error_class = $3, updated_at = $4
 			WHERE id = $5 AND state = $6`, string(state), c.Outcome.String(), string(c.Class), now, id, string(StateOpen))
+		if err != nil || n == 0 || state != StateSucceeded {
+			return err
+		}
+		// This attempt succeeded: the earlier attempts of the same operation (same
+		// request id and idempotency key) whose outcome was unknown need no
+		// reconciliation, since under one key the operation took effect once, and a
+		// read has no effect at all. Without this a read that timed out once and then
+		// succeeded would wait in the backlog for an operator.
+		_, err = q.Exec(ctx, `UPDATE `+j.p+`intents SET state = $1, note = $2, updated_at = $3
+			WHERE state IN ($4, $5) AND id <> $6
+			AND request_id = (SELECT request_id FROM `+j.p+`intents WHERE id = $6)
+			AND idempotency_key = (SELECT idempotency_key FROM `+j.p+`intents WHERE id = $6)`,
+			string(StateSuperseded), "a later attempt of the same operation ("+id+") succeeded", now,
+			string(StateUnknown), string(StateAwaitingOperator), id)
 		return err
 	}})
 	j.landed(id) // the call is over either way; an unrecorded outcome is for Reconcile
@@ -228,7 +263,9 @@ type Filter struct {
 	Limit int
 }
 
-// Intents returns the intents that match f, oldest first.
+// Intents returns the intents that match f, oldest first. A stored row that fails its
+// checks does not hide the others: they are returned, with a *CorruptError that
+// names each bad row and its problem (errors.Is(err, ErrCorrupt)).
 func (j *Journal) Intents(ctx context.Context, f Filter) ([]Intent, error) {
 	var conds []string
 	var args []any
@@ -267,11 +304,14 @@ func (j *Journal) selectIntents(ctx context.Context, where string, args ...any) 
 		return nil, ErrClosed
 	}
 	var out []Intent
+	var bad []BadRecord
 	err := j.store.Read(ctx, func(q store.Querier) error {
+		out, bad = out[:0], bad[:0]
 		return q.Query(ctx, `SELECT `+intentCols+` FROM `+j.p+`intents `+where, args, func(scan func(...any) error) error {
 			in, err := scanIntent(scan)
 			if err != nil {
-				return err
+				bad = append(bad, BadRecord{ID: in.ID, Problem: err.Error()})
+				return nil
 			}
 			out = append(out, in)
 			return nil
@@ -279,6 +319,9 @@ func (j *Journal) selectIntents(ctx context.Context, where string, args ...any) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: reading intents: %w", err)
+	}
+	if len(bad) > 0 {
+		return out, &CorruptError{Table: "intents", Records: bad}
 	}
 	return out, nil
 }

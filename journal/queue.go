@@ -51,8 +51,9 @@ type QueueItem struct {
 	ExpiresAt time.Time
 	// ReplayPolicy says how to replay it, as the admission package defines.
 	ReplayPolicy string
-	// Payload is what the replay needs (the call's arguments, say). It is stored as
-	// given: keep personal data out unless the replay needs it.
+	// Payload is what the replay needs (the call's arguments, say). It is sealed with
+	// AES-256-GCM under the journal's key unless Config.StoreArguments, so a reader of
+	// the database cannot read it; the journal's methods return it opened.
 	Payload   []byte
 	State     QueueState
 	Reason    string
@@ -62,18 +63,52 @@ type QueueItem struct {
 const queueCols = `id, dependency, tool, request_id, idempotency_key, priority, created_at, expires_at,
 	replay_policy, payload, state, reason, updated_at`
 
-func scanQueueItem(scan func(...any) error) (QueueItem, error) {
+// scanQueueItem reads one row and opens its payload. An error is the row's own
+// problem (unreadable, or a payload that does not open), reported with its id.
+func (j *Journal) scanQueueItem(scan func(...any) error) (QueueItem, error) {
 	var it QueueItem
 	var prio, created, expires, updated int64
 	var state string
-	err := scan(&it.ID, &it.Dependency, &it.Tool, &it.RequestID, &it.IdempotencyKey, &prio, &created, &expires,
-		&it.ReplayPolicy, &it.Payload, &state, &it.Reason, &updated)
+	if err := scan(&it.ID, &it.Dependency, &it.Tool, &it.RequestID, &it.IdempotencyKey, &prio, &created, &expires,
+		&it.ReplayPolicy, &it.Payload, &state, &it.Reason, &updated); err != nil {
+		return it, fmt.Errorf("unreadable row: %v", err)
+	}
 	it.Priority = int(prio)
 	it.CreatedAt = time.UnixMicro(created).UTC()
 	it.ExpiresAt = time.UnixMicro(expires).UTC()
 	it.UpdatedAt = time.UnixMicro(updated).UTC()
 	it.State = QueueState(state)
+	var err error
+	it.Payload, err = j.open(it.ID, it.Payload)
 	return it, err
+}
+
+// queueRows collects scanned items, setting the bad ones aside.
+type queueRows struct {
+	j    *Journal
+	out  []QueueItem
+	bad  []BadRecord
+	keep func(QueueItem) bool // nil keeps every item
+}
+
+func (r *queueRows) row(scan func(...any) error) error {
+	it, err := r.j.scanQueueItem(scan)
+	switch {
+	case err != nil:
+		r.bad = append(r.bad, BadRecord{ID: it.ID, Problem: err.Error()})
+	case r.keep == nil || r.keep(it):
+		r.out = append(r.out, it)
+	}
+	return nil
+}
+
+func (r *queueRows) reset() { r.out, r.bad = r.out[:0], r.bad[:0] }
+
+func (r *queueRows) err() error {
+	if len(r.bad) > 0 {
+		return &CorruptError{Table: "queue", Records: r.bad}
+	}
+	return nil
 }
 
 // replayOrder sorts items as they are replayed: higher priority, then older, then id.
@@ -112,6 +147,7 @@ func (j *Journal) Enqueue(ctx context.Context, it QueueItem, limit int) (QueueIt
 		return it, &ConfigError{Package: "journal", Field: "QueueItem.ExpiresAt", Value: it.ExpiresAt.Format(time.RFC3339), Problem: "must be after CreatedAt " + it.CreatedAt.Format(time.RFC3339)}
 	}
 	it.State, it.Reason, it.UpdatedAt = QueueWaiting, "", now
+	stored := j.seal(it.ID, it.Payload)
 	full := false
 	err := j.submit(ctx, &write{apply: func(ctx context.Context, q store.Querier) error {
 		full = false
@@ -128,7 +164,7 @@ func (j *Journal) Enqueue(ctx context.Context, it QueueItem, limit int) (QueueIt
 		}
 		_, err := q.Exec(ctx, `INSERT INTO `+j.p+`queue (`+queueCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			it.ID, it.Dependency, it.Tool, it.RequestID, it.IdempotencyKey, int64(it.Priority), it.CreatedAt.UnixMicro(),
-			it.ExpiresAt.UnixMicro(), it.ReplayPolicy, it.Payload, string(it.State), it.Reason, nowUs)
+			it.ExpiresAt.UnixMicro(), it.ReplayPolicy, stored, string(it.State), it.Reason, nowUs)
 		return err
 	}})
 	if err != nil {
@@ -141,7 +177,9 @@ func (j *Journal) Enqueue(ctx context.Context, it QueueItem, limit int) (QueueIt
 }
 
 // Queued returns the items of a dependency ("" for all) in the given states (none for
-// all), in replay order: higher priority first, then older first.
+// all), in replay order: higher priority first, then older first. Rows that fail their
+// checks (a payload that does not open) are left out and named in a *CorruptError
+// returned with the healthy items.
 func (j *Journal) Queued(ctx context.Context, dependency string, limit int, states ...QueueState) ([]QueueItem, error) {
 	if j.isClosed() {
 		return nil, ErrClosed
@@ -166,18 +204,15 @@ func (j *Journal) Queued(ctx context.Context, dependency string, limit int, stat
 	if limit > 0 {
 		where += fmt.Sprintf(" LIMIT %d", limit)
 	}
-	var out []QueueItem
+	rows := &queueRows{j: j}
 	err := j.store.Read(ctx, func(q store.Querier) error {
-		return q.Query(ctx, `SELECT `+queueCols+` FROM `+j.p+`queue `+where, args, func(scan func(...any) error) error {
-			it, err := scanQueueItem(scan)
-			out = append(out, it)
-			return err
-		})
+		rows.reset()
+		return q.Query(ctx, `SELECT `+queueCols+` FROM `+j.p+`queue `+where, args, rows.row)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: reading queue: %w", err)
 	}
-	return out, nil
+	return rows.out, rows.err()
 }
 
 // CountQueued returns how many items of a dependency are waiting.
@@ -220,24 +255,94 @@ func (j *Journal) ExpireQueued(ctx context.Context, dependency string, now time.
 	_, stamp := j.micros()
 	cut := now.UnixMicro()
 	reason := "expired at " + now.UTC().Format(time.RFC3339) + " before its dependency recovered"
-	var out []QueueItem
+	rows := &queueRows{j: j}
 	err := j.submit(ctx, &write{apply: func(ctx context.Context, q store.Querier) error {
-		out = out[:0]
+		rows.reset()
 		sql := `UPDATE ` + j.p + `queue SET state = $1, reason = $2, updated_at = $3 WHERE state = $4 AND expires_at <= $5`
 		args := []any{string(QueueExpired), reason, stamp, string(QueueWaiting), cut}
 		if dependency != "" {
 			sql += ` AND dependency = $6`
 			args = append(args, dependency)
 		}
-		return q.Query(ctx, sql+` RETURNING `+queueCols, args, func(scan func(...any) error) error {
-			it, err := scanQueueItem(scan)
-			out = append(out, it)
-			return err
-		})
+		return q.Query(ctx, sql+` RETURNING `+queueCols, args, rows.row)
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("journal: expiring queue items: %w", err)
 	}
-	slices.SortFunc(out, replayOrder)
+	slices.SortFunc(rows.out, replayOrder)
+	return rows.out, rows.err()
+}
+
+// ClaimQueued takes the next waiting item of a dependency that has not expired by
+// now, in replay order, and moves it to QueueReplaying with reason, in one commit. It
+// returns false when none waits. Claims are atomic: two replayers (or processes
+// sharing PostgreSQL) never take the same item.
+func (j *Journal) ClaimQueued(ctx context.Context, dependency string, now time.Time, reason string) (QueueItem, bool, error) {
+	_, stamp := j.micros()
+	rows := &queueRows{j: j}
+	err := j.submit(ctx, &write{apply: func(ctx context.Context, q store.Querier) error {
+		rows.reset()
+		// Another process may claim the item between the select and the update: the
+		// update then changes nothing, and the next item is tried.
+		for range 16 {
+			var id string
+			if err := q.Query(ctx, `SELECT id FROM `+j.p+`queue WHERE dependency = $1 AND state = $2 AND expires_at > $3
+				ORDER BY priority DESC, created_at, id LIMIT 1`, []any{dependency, string(QueueWaiting), now.UnixMicro()},
+				func(scan func(...any) error) error { return scan(&id) }); err != nil {
+				return err
+			}
+			if id == "" {
+				return nil
+			}
+			if err := q.Query(ctx, `UPDATE `+j.p+`queue SET state = $1, reason = $2, updated_at = $3 WHERE id = $4 AND state = $5
+				RETURNING `+queueCols, []any{string(QueueReplaying), reason, stamp, id, string(QueueWaiting)}, rows.row); err != nil {
+				return err
+			}
+			if len(rows.out)+len(rows.bad) > 0 {
+				return nil
+			}
+		}
+		return nil
+	}})
+	if err != nil {
+		return QueueItem{}, false, fmt.Errorf("journal: claiming a queue item of %s: %w", dependency, err)
+	}
+	if err := rows.err(); err != nil {
+		return QueueItem{}, false, err // claimed, but its payload does not open: the caller reports it
+	}
+	if len(rows.out) == 0 {
+		return QueueItem{}, false, nil
+	}
+	return rows.out[0], true, nil
+}
+
+// QueuedDependencies returns the dependencies that have items waiting, sorted.
+func (j *Journal) QueuedDependencies(ctx context.Context) ([]string, error) {
+	if j.isClosed() {
+		return nil, ErrClosed
+	}
+	var out []string
+	err := j.store.Read(ctx, func(q store.Querier) error {
+		out = out[:0]
+		return q.Query(ctx, `SELECT DISTINCT dependency FROM `+j.p+`queue WHERE state = $1 ORDER BY dependency`,
+			[]any{string(QueueWaiting)}, func(scan func(...any) error) error {
+				var d string
+				if err := scan(&d); err != nil {
+					return err
+				}
+				out = append(out, d)
+				return nil
+			})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: reading queued dependencies: %w", err)
+	}
 	return out, nil
+}
+
+// UnresolvedKey returns the intents carrying idempotency key whose outcome is still
+// open, unknown or awaiting an operator: while there are any, the operation behind
+// the key may already have been applied, and it must not be replayed automatically.
+func (j *Journal) UnresolvedKey(ctx context.Context, key string) ([]Intent, error) {
+	return j.Intents(ctx, Filter{IdempotencyKey: key, States: unsettled})
 }

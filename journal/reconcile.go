@@ -44,9 +44,19 @@ type Report struct {
 	Applied, NotApplied []Intent
 	// Awaiting are left for an operator (no lookup, or it could not tell).
 	Awaiting []Intent
-	// Skipped were written by another process within Config.InFlightGrace, or are
-	// still in flight in this one.
-	Skipped int
+	// Skipped are open intents left alone, each with why: its call is still in
+	// flight in this process, or in another process that is alive.
+	Skipped []Skip
+	// Corrupt are stored rows that failed their checks; Reconcile went on with the
+	// rest. Each needs an operator (see CorruptError).
+	Corrupt []BadRecord
+}
+
+// Skip is one open intent Reconcile left alone.
+type Skip struct {
+	Intent Intent
+	// Why says why, for example "its process is alive (owner ...)".
+	Why string
 }
 
 // Reconcile settles the intents left without a final outcome: those a crash left
@@ -54,20 +64,31 @@ type Report struct {
 // case the dependency can tell by now). Each is settled by its dependency's status
 // lookup; what cannot be settled waits for an operator (see Pending). Run it after a
 // restart, and periodically.
+//
+// An open intent is settled only when the process that wrote it is gone: every
+// journal holds an owner lease (on PostgreSQL a session advisory lock, which the
+// server releases when the process's connection ends, as it does at once when the
+// process is killed), so the intents of a dead process are settled on the first run
+// after its death, and those of a live one are listed in Report.Skipped. Rows that
+// fail their checks are listed in Report.Corrupt and do not stop the rest.
 func (j *Journal) Reconcile(ctx context.Context) (Report, error) {
 	var rep Report
 	list, err := j.Intents(ctx, Filter{States: unsettled})
+	if ce, ok := errors.AsType[*CorruptError](err); ok {
+		rep.Corrupt, err = ce.Records, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	live, err := j.liveOwners(ctx, list)
 	if err != nil {
 		return rep, err
 	}
 	now, _ := j.micros()
 	for _, in := range list {
 		if in.State == StateOpen {
-			j.flightMu.Lock()
-			_, mine := j.inFlight[in.ID]
-			j.flightMu.Unlock()
-			if mine || (in.Owner != j.owner && now.Sub(in.CreatedAt) < j.cfg.InFlightGrace) {
-				rep.Skipped++
+			if why := j.inFlightWhy(in, live, now); why != "" {
+				rep.Skipped = append(rep.Skipped, Skip{Intent: in, Why: why})
 				continue
 			}
 		}
@@ -88,6 +109,53 @@ func (j *Journal) Reconcile(ctx context.Context) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// liveOwners asks the backend which owners of the open intents in list hold their
+// lease. nil means the backend cannot tell.
+func (j *Journal) liveOwners(ctx context.Context, list []Intent) (map[string]bool, error) {
+	seen := map[string]bool{}
+	var owners []string
+	for _, in := range list {
+		if in.State == StateOpen && in.Owner != j.owner && !seen[in.Owner] {
+			seen[in.Owner] = true
+			owners = append(owners, in.Owner)
+		}
+	}
+	if len(owners) == 0 {
+		return map[string]bool{}, nil
+	}
+	live, known, err := j.store.Live(ctx, owners)
+	if err != nil {
+		return nil, fmt.Errorf("journal: checking owner leases: %w", err)
+	}
+	if !known {
+		return nil, nil
+	}
+	return live, nil
+}
+
+// inFlightWhy says why the open intent in may still be in flight, or "" when it is
+// not: its process is gone, or this process is not waiting for it.
+func (j *Journal) inFlightWhy(in Intent, live map[string]bool, now time.Time) string {
+	if in.Owner == j.owner {
+		j.flightMu.Lock()
+		_, mine := j.inFlight[in.ID]
+		j.flightMu.Unlock()
+		if mine {
+			return "its call is still in flight in this process"
+		}
+		return ""
+	}
+	switch {
+	case live == nil:
+		if age := now.Sub(in.CreatedAt); age < j.cfg.InFlightGrace {
+			return fmt.Sprintf("written %s ago by owner %s, which this backend cannot check (InFlightGrace %s)", age, in.Owner, j.cfg.InFlightGrace)
+		}
+	case live[in.Owner]:
+		return "its process is alive (owner " + in.Owner + " holds its lease)"
+	}
+	return ""
 }
 
 // ReconcileIntent settles one intent now, as Reconcile would (used after an UNKNOWN
@@ -152,7 +220,8 @@ func (j *Journal) move(ctx context.Context, id, op string, to State, note string
 }
 
 // Pending returns the intents waiting for an operator, oldest first: the list an
-// admin endpoint shows.
+// admin endpoint shows. Rows that fail their checks are named in a *CorruptError
+// returned together with every healthy intent.
 func (j *Journal) Pending(ctx context.Context) ([]Intent, error) {
 	return j.Intents(ctx, Filter{States: []State{StateAwaitingOperator}})
 }
@@ -175,7 +244,7 @@ func (j *Journal) Discard(ctx context.Context, id string) error {
 // or not applied (may), and whether the state knows at all.
 func replayable(s State) (applied, known bool) {
 	switch s {
-	case StateSucceeded, StateApplied, StateDiscarded:
+	case StateSucceeded, StateApplied, StateDiscarded, StateSuperseded:
 		return true, true
 	case StateFailed, StateFailedBeforeSend, StateNotApplied, StateApproved:
 		return false, true
@@ -183,19 +252,19 @@ func replayable(s State) (applied, known bool) {
 	return false, false
 }
 
-// Backlog returns how many intents wait to be settled (their outcome was UNKNOWN, or
-// they await an operator) and when the oldest of them was written (zero when there
-// are none): the figures of a "journal pending" gauge. Open intents are not counted,
-// since they may still be in flight; Reconcile moves the ones a crash left open into
-// a counted state or settles them.
+// Backlog returns how many intents wait to be settled and when the oldest of them was
+// written (zero when there are none): the figures of a "journal pending" gauge. It
+// counts intents whose outcome was UNKNOWN, those awaiting an operator, and open ones:
+// a call in flight for as long as it runs, and one a crash left open until Reconcile
+// settles it, so that a dead process's intents are never invisible.
 func (j *Journal) Backlog(ctx context.Context) (n int, oldest time.Time, err error) {
 	if j.isClosed() {
 		return 0, time.Time{}, ErrClosed
 	}
 	var count, min int64
 	err = j.store.Read(ctx, func(q store.Querier) error {
-		return q.Query(ctx, `SELECT COUNT(*), COALESCE(MIN(created_at), 0) FROM `+j.p+`intents WHERE state IN ($1, $2)`,
-			[]any{string(StateUnknown), string(StateAwaitingOperator)}, func(scan func(...any) error) error { return scan(&count, &min) })
+		return q.Query(ctx, `SELECT COUNT(*), COALESCE(MIN(created_at), 0) FROM `+j.p+`intents WHERE state IN ($1, $2, $3)`,
+			[]any{string(StateUnknown), string(StateAwaitingOperator), string(StateOpen)}, func(scan func(...any) error) error { return scan(&count, &min) })
 	})
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("journal: reading backlog: %w", err)

@@ -67,7 +67,7 @@ func TestReconcileAfterRestart(t *testing.T) {
 		require.Equal(t, []string{"applied"}, ids(rep.Applied))
 		require.Equal(t, []string{"not-applied"}, ids(rep.NotApplied))
 		require.ElementsMatch(t, []string{"cannot-tell", "lookup-fails", "no-lookup"}, ids(rep.Awaiting))
-		require.Zero(t, rep.Skipped)
+		require.Empty(t, rep.Skipped)
 		require.NotContains(t, asked, "done", "settled intents are left alone")
 
 		pending, err := after.Pending(t.Context())
@@ -120,26 +120,40 @@ func TestReconcileLeavesCallsInFlightAlone(t *testing.T) {
 		fc := fakeClock()
 		cfg := b.config(t)
 		cfg.Clock = fc
-		cfg.InFlightGrace = 2 * time.Minute
+		cfg.InFlightGrace = 2 * time.Minute // used only where the backend cannot tell (SQLite)
 		cfg.Lookups = map[string]journal.StatusLookup{"crm": func(context.Context, journal.Intent) (journal.Status, error) {
 			return journal.StatusNotApplied, nil
 		}}
-		mine := open(t, cfg)
+		mine, err := journal.Open(t.Context(), cfg)
+		require.NoError(t, err)
+		defer mine.Close()
 		other := open(t, cfg) // another process sharing the database
 		in, err := mine.Intend(t.Context(), dispatch(1))
 		require.NoError(t, err)
 		n, oldest, err := other.Backlog(t.Context())
 		require.NoError(t, err)
-		require.Zero(t, n, "an open intent may be in flight: not backlog")
-		require.True(t, oldest.IsZero())
+		require.Equal(t, 1, n, "an open intent is backlog, in flight or not")
+		require.Equal(t, in.CreatedAt, oldest)
 
 		rep, err := mine.Reconcile(t.Context())
 		require.NoError(t, err)
-		require.Equal(t, 1, rep.Skipped, "this process is still waiting for the answer")
+		require.Len(t, rep.Skipped, 1)
+		require.Equal(t, in.ID, rep.Skipped[0].Intent.ID)
+		require.Equal(t, "its call is still in flight in this process", rep.Skipped[0].Why)
 		rep, err = other.Reconcile(t.Context())
 		require.NoError(t, err)
-		require.Equal(t, 1, rep.Skipped, "written by another process a moment ago")
-
+		require.Len(t, rep.Skipped, 1)
+		if b.name == "postgres" {
+			require.Equal(t, "its process is alive (owner "+mine.Owner()+" holds its lease)", rep.Skipped[0].Why)
+			// However long it takes: a live process's call is never settled under it.
+			fc.Advance(time.Hour)
+			rep, err = other.Reconcile(t.Context())
+			require.NoError(t, err)
+			require.Len(t, rep.Skipped, 1)
+			require.NoError(t, mine.Finish(t.Context(), in.ID, classify.ForClass(classify.ClassTimeout)))
+			return
+		}
+		require.Contains(t, rep.Skipped[0].Why, "which this backend cannot check (InFlightGrace 2m0s)")
 		fc.Advance(2 * time.Minute)
 		rep, err = other.Reconcile(t.Context())
 		require.NoError(t, err)

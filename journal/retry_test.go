@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -209,5 +210,36 @@ func TestUnknownChargeIsJournaledAndSettledAfterRestart(t *testing.T) {
 		require.Empty(t, pending)
 		require.Equal(t, 1, srv.count())
 		http.DefaultClient.CloseIdleConnections()
+	})
+}
+
+// TestReadThatSucceededOnRetryLeavesNoBacklog is issue 18f: a read whose first attempt
+// timed out (UNKNOWN) and whose retry succeeded leaves nothing for reconciliation: the
+// first attempt's intent is superseded, and the backlog is empty.
+func TestReadThatSucceededOnRetryLeavesNoBacklog(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		j := open(t, b.config(t))
+		r := retry.MustNew(retry.Config{Journal: j.ForRetry(), Sleeper: &retry.FakeSleeper{}})
+		calls := 0
+		res := r.Do(t.Context(), retry.Operation{Dependency: "crm", Tool: "lookup_customer", Args: map[string]any{"id": 7},
+			Idempotent: true, Reconcile: j.Reconciler()}, func(context.Context, retry.Info) (classify.Classification, error) {
+			calls++
+			if calls == 1 {
+				return classify.ForClass(classify.ClassTimeout), context.DeadlineExceeded
+			}
+			return classify.ForClass(classify.ClassNone), nil
+		})
+		require.Equal(t, retry.ReasonSucceeded, res.Reason)
+		require.Equal(t, 2, calls)
+		n, _, err := j.Backlog(t.Context())
+		require.NoError(t, err)
+		require.Zero(t, n, "nothing waits for reconciliation")
+		all, err := j.Intents(t.Context(), journal.Filter{Tool: "lookup_customer"})
+		require.NoError(t, err)
+		require.Len(t, all, 2)
+		slices.SortFunc(all, func(a, b journal.Intent) int { return a.Attempt - b.Attempt }) // not by time: both may share a microsecond
+		require.Equal(t, journal.StateSuperseded, all[0].State)
+		require.Equal(t, "a later attempt of the same operation ("+all[1].ID+") succeeded", all[0].Note)
+		require.Equal(t, journal.StateSucceeded, all[1].State)
 	})
 }

@@ -65,6 +65,19 @@ var migrations = []migration{
 			`CREATE INDEX ` + p + `queue_expiry ON ` + p + `queue (state, expires_at)`,
 		}
 	}},
+	{3, "commit markers", func(d store.Dialect, p string) []string {
+		// One row per committed batch that inserts no intent (an intent's row is proof
+		// enough), written in the batch's transaction, so that a batch whose commit went
+		// through but whose acknowledgement was lost is known to have committed and is
+		// not written twice. Old rows are pruned.
+		return []string{
+			`CREATE TABLE ` + p + `commits (
+				id TEXT PRIMARY KEY,
+				at BIGINT NOT NULL
+			)`,
+			`CREATE INDEX ` + p + `commits_at ON ` + p + `commits (at)`,
+		}
+	}},
 }
 
 // SchemaVersion is the schema version this package writes.

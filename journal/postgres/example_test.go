@@ -24,6 +24,8 @@ func Example_open() {
 	j, err := journal.Open(ctx, journal.Config{
 		Backend: postgres.Backend{DSN: os.Getenv("JOURNAL_DSN")},
 		Prefix:  "support_agent_",
+		// Every replica shares the secret; it is kept out of the database.
+		KeyFile: "/etc/support-agent/journal.key",
 	})
 	if err != nil {
 		fmt.Println(err)

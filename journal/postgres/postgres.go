@@ -20,13 +20,19 @@ type Backend struct {
 	// DSN is a pgx connection string, such as
 	// "postgres://user@host:5432/db?sslmode=disable". Required.
 	DSN string
-	// MaxConns caps the connections used for reads; writes use one more. Defaults to 4.
+	// MaxConns caps the connections used for reads; writes use one more, and the
+	// owner lease (see journal.Journal.Reconcile) one more. Defaults to 4.
 	MaxConns int
 }
 
-// DefaultGrace is two minutes: other processes may be waiting for the answers to
-// the intents they wrote.
+// DefaultGrace is two minutes. It applies only to open intents whose owner holds no
+// lease the journal can check (written by a build without owner leases): every
+// journal holds one, and its intents are judged by it.
 func (Backend) DefaultGrace() time.Duration { return 2 * time.Minute }
+
+// DefaultKeyFile is "": processes sharing a PostgreSQL journal run on several
+// machines and must share one secret, so journal.Config.HashKey or KeyFile is required.
+func (Backend) DefaultKeyFile() string { return "" }
 
 // Validate checks the fields without connecting; journal.Open calls it.
 func (b Backend) Validate() error {
@@ -47,7 +53,7 @@ func (b Backend) Validate() error {
 }
 
 // Open connects once, so that a bad DSN or an unreachable server fails journal.Open.
-func (b Backend) Open(ctx context.Context, _ string) (store.Store, error) {
+func (b Backend) Open(ctx context.Context, prefix string) (store.Store, error) {
 	if err := b.Validate(); err != nil {
 		return nil, err
 	}
@@ -59,7 +65,7 @@ func (b Backend) Open(ctx context.Context, _ string) (store.Store, error) {
 	if conns == 0 {
 		conns = 4
 	}
-	s := &Store{cfg: cfg, idle: make(chan *pgx.Conn, conns), slots: make(chan struct{}, conns)}
+	s := &Store{cfg: cfg, prefix: prefix, idle: make(chan *pgx.Conn, conns), slots: make(chan struct{}, conns)}
 	if _, err := s.writer(ctx); err != nil {
 		return nil, err
 	}
@@ -69,7 +75,13 @@ func (b Backend) Open(ctx context.Context, _ string) (store.Store, error) {
 // Store keeps one connection for the committer and a small pool for reads. (pgx's
 // own pool lives in a module this one does not require.) Only the journal uses it.
 type Store struct {
-	cfg *pgx.ConnConfig
+	cfg    *pgx.ConnConfig
+	prefix string
+
+	// lease holds the owner's session advisory lock: PostgreSQL releases it when this
+	// connection ends, which a killed process's does at once (its socket is closed).
+	leaseMu sync.Mutex
+	lease   *pgx.Conn
 
 	wmu sync.Mutex
 	w   *pgx.Conn
@@ -116,6 +128,58 @@ func (s *Store) Tx(ctx context.Context, f func(q store.Querier) error) error {
 	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error { return f(pgQuerier{tx}) })
 }
 
+// LeaseKey is the advisory lock that marks a journal owner (journal.Journal.Owner)
+// alive, for tables with prefix: an operator can look for it in pg_locks (objsubid 1,
+// the key's high and low 32 bits in classid and objid).
+func LeaseKey(prefix, owner string) int64 { return store.OwnerKey(prefix, owner) }
+
+// Claim implements store.Store: it takes a session advisory lock for owner on a
+// connection of its own, which stays open until Close.
+func (s *Store) Claim(ctx context.Context, owner string) error {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	if s.lease != nil {
+		return fmt.Errorf("journal/postgres: owner lease already claimed")
+	}
+	c, err := s.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Exec(ctx, `SELECT pg_advisory_lock($1)`, store.OwnerKey(s.prefix, owner)); err != nil {
+		c.Close(context.Background())
+		return fmt.Errorf("journal/postgres: taking the owner lease: %w", err)
+	}
+	s.lease = c
+	return nil
+}
+
+// Live implements store.Store: an owner is alive while some session holds its
+// advisory lock in this database.
+func (s *Store) Live(ctx context.Context, owners []string) (map[string]bool, bool, error) {
+	held := map[int64]bool{}
+	err := s.Read(ctx, func(q store.Querier) error {
+		return q.Query(ctx, `SELECT classid::bigint, objid::bigint FROM pg_locks
+			WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, nil,
+			func(scan func(...any) error) error {
+				var hi, lo int64 // the key's high and low 32 bits, as unsigned oids
+				if err := scan(&hi, &lo); err != nil {
+					return err
+				}
+				held[int64(uint64(hi)<<32|uint64(lo)&0xffffffff)] = true
+				return nil
+			})
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("journal/postgres: reading owner leases: %w", err)
+	}
+	live := make(map[string]bool, len(owners))
+	for _, o := range owners {
+		live[o] = held[store.OwnerKey(s.prefix, o)]
+	}
+	return live, true, nil
+}
+
 // Read implements store.Store.
 func (s *Store) Read(ctx context.Context, f func(q store.Querier) error) error {
 	select {
@@ -150,6 +214,12 @@ func (s *Store) Read(ctx context.Context, f func(q store.Querier) error) error {
 
 // Close implements store.Store.
 func (s *Store) Close() error {
+	s.leaseMu.Lock()
+	if s.lease != nil {
+		s.lease.Close(context.Background()) // ends the session: the lease is released
+		s.lease = nil
+	}
+	s.leaseMu.Unlock()
 	s.wmu.Lock()
 	if s.w != nil {
 		s.w.Close(context.Background())

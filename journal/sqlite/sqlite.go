@@ -32,6 +32,10 @@ type Backend struct {
 // that this process did not write was left by a process that is gone.
 func (Backend) DefaultGrace() time.Duration { return 0 }
 
+// DefaultKeyFile is the database path plus ".key": the journal's secret lives beside
+// the database, not in it, so that a copy of the database alone reveals nothing.
+func (b Backend) DefaultKeyFile() string { return b.Path + ".key" }
+
 // Validate checks the fields; journal.Open calls it.
 func (b Backend) Validate() error {
 	bad := func(field string, v any, problem string) error {
@@ -103,6 +107,15 @@ func (s *Store) Tx(ctx context.Context, f func(q store.Querier) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// Claim implements store.Store: one process owns the file, so there is no lease.
+func (s *Store) Claim(context.Context, string) error { return nil }
+
+// Live implements store.Store. One process owns the file and holds no lease, so it
+// cannot tell: the journal's InFlightGrace (0 by default for SQLite) decides.
+func (s *Store) Live(context.Context, []string) (map[string]bool, bool, error) {
+	return nil, false, nil
 }
 
 // Read implements store.Store.

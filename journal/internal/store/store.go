@@ -3,7 +3,10 @@
 // packages implement it; users pick a backend and never see it.
 package store
 
-import "context"
+import (
+	"context"
+	"hash/fnv"
+)
 
 // Store is what a backend provides: transactions for the committer and plain reads.
 // Both backends take the same SQL text ($1 placeholders, which SQLite accepts too);
@@ -15,7 +18,22 @@ type Store interface {
 	// Read runs f outside any explicit transaction; it may be called concurrently.
 	Read(ctx context.Context, f func(q Querier) error) error
 	Dialect() Dialect
+	// Claim takes the lease that marks owner (one Journal instance) as alive, held
+	// until Close or until the process dies. SQLite needs none (one process owns the
+	// file).
+	Claim(ctx context.Context, owner string) error
+	// Live reports which of owners hold their lease. known is false when the backend
+	// cannot tell; then every owner counts as possibly alive.
+	Live(ctx context.Context, owners []string) (live map[string]bool, known bool, err error)
 	Close() error
+}
+
+// OwnerKey maps a journal owner to a 64-bit lease number (an advisory lock), kept
+// apart per table prefix.
+func OwnerKey(prefix, owner string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("agentbreaker/journal/owner/" + prefix + "/" + owner))
+	return int64(h.Sum64())
 }
 
 // Querier runs statements. Arguments are string, int64, []byte (nil for NULL).

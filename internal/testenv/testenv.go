@@ -1,0 +1,60 @@
+// Package testenv gives tests the external services they need, in one place: where
+// they are, and what happens when one is missing. Locally a missing service skips the
+// test with one line saying which and how to provide it; in CI (CI=true) it fails, so
+// a broken CI machine cannot pass by skipping.
+package testenv
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultPostgresDSN is used when AGENTBREAKER_POSTGRES_DSN is unset.
+const DefaultPostgresDSN = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+var (
+	pgOnce sync.Once
+	pgErr  error
+)
+
+// PostgresDSN returns the DSN of the test PostgreSQL (AGENTBREAKER_POSTGRES_DSN, or
+// DefaultPostgresDSN). When the server cannot be reached it skips t with one line,
+// or fails it when CI=true. The server is tried once per test binary.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	dsn := PostgresDSNUnchecked()
+	pgOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			pgErr = err
+			return
+		}
+		pgErr = c.Ping(ctx)
+		c.Close(ctx)
+	})
+	if pgErr != nil {
+		why := strings.Join(strings.Fields(pgErr.Error()), " ") // one line: pgx's errors span several
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL at AGENTBREAKER_POSTGRES_DSN is required in CI: %s", why)
+		}
+		t.Skipf("PostgreSQL unreachable (set AGENTBREAKER_POSTGRES_DSN): %s", why)
+	}
+	return dsn
+}
+
+// PostgresDSNUnchecked returns the DSN without trying the server, for child processes
+// of a test that already checked it.
+func PostgresDSNUnchecked() string {
+	if dsn := os.Getenv("AGENTBREAKER_POSTGRES_DSN"); dsn != "" {
+		return dsn
+	}
+	return DefaultPostgresDSN
+}
