@@ -22,10 +22,13 @@ func JournalOf(j *journal.Journal) JournalAdmin {
 
 type journalAdapter struct{ j *journal.Journal }
 
-// Pending lists the intents awaiting an operator, oldest first.
+// Pending lists the intents awaiting an operator, oldest first. Rows that fail the
+// journal's checks are listed after them, by ID and problem, so one corrupt row
+// neither hides the healthy ones nor disappears from the operator's view.
 func (a journalAdapter) Pending(ctx context.Context) ([]Intent, error) {
 	list, err := a.j.Pending(ctx)
-	if err != nil {
+	var corrupt *journal.CorruptError
+	if err != nil && !errors.As(err, &corrupt) {
 		return nil, err
 	}
 	out := make([]Intent, 0, len(list))
@@ -34,6 +37,11 @@ func (a journalAdapter) Pending(ctx context.Context) ([]Intent, error) {
 			ID: in.ID, Dependency: in.Dependency, Tool: in.Tool, RequestID: in.RequestID,
 			Attempt: in.Attempt, CreatedAt: in.CreatedAt, Summary: summary(in),
 		})
+	}
+	if corrupt != nil {
+		for _, r := range corrupt.Records {
+			out = append(out, Intent{ID: r.ID, Summary: "corrupt row, not shown: " + r.Problem})
+		}
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
@@ -74,4 +75,36 @@ func TestJournalAdapterOnARealJournal(t *testing.T) {
 	status, _, body = f.do(t, request{method: http.MethodPost, path: "/api/journal/" + first.ID + "/discard"})
 	require.Equal(t, http.StatusBadGateway, status)
 	require.Contains(t, body, "approved", "a settled intent is refused, saying why")
+}
+
+// TestJournalAdapterShowsCorruptRows: one tampered row neither hides the healthy
+// intents from the operator nor disappears: it is listed by ID and problem, without
+// any of its contents.
+func TestJournalAdapterShowsCorruptRows(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	healthy := unknownIntent(t, j, "key-1", 1)
+	tampered := unknownIntent(t, j, "key-2", 2)
+	_, err = j.Reconcile(t.Context())
+	require.NoError(t, err)
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec("UPDATE "+journal.DefaultPrefix+"intents SET idempotency_key = 'key-forged' WHERE id = $1", tampered.ID)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	f := newFixture(t, func(c *admin.Config) { c.Journal = admin.JournalOf(j) })
+	status, _, body := f.do(t, request{method: http.MethodGet, path: "/api/journal"})
+	require.Equal(t, http.StatusOK, status, body)
+	var list struct{ Pending []admin.Intent }
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	require.Len(t, list.Pending, 2, body)
+	require.Equal(t, healthy.ID, list.Pending[0].ID)
+	require.Equal(t, tampered.ID, list.Pending[1].ID)
+	require.Contains(t, list.Pending[1].Summary, "corrupt row, not shown: ")
+	require.Contains(t, list.Pending[1].Summary, "does not match its checksum")
+	require.NotContains(t, body, "key-forged")
 }
