@@ -146,9 +146,16 @@ type Config struct {
 	// Model holds model callbacks to bundle (model failover's). Defaults to none.
 	Model ModelCallbacks
 
+	// Redaction decides what of a dependency's text (error messages, in-band errors)
+	// reaches the model and the operator; see [ErrorText] for the rule. Defaults to
+	// the safe choice: failures of a dependency reach the model only as
+	// agentbreaker's payload, and logs and events only as a fingerprint.
+	Redaction Redaction
+
 	// Logger receives structured records with stable keys (dependency, tool,
-	// request_id, outcome, error_class, elapsed_ms, breaker_state, policy_version).
-	// Raw upstream error text appears only here, as upstream_error, cut at 512 bytes.
+	// request_id, outcome, error_class, status_code, elapsed_ms, breaker_state,
+	// policy_version). A failed call's own text appears only as the upstream_error
+	// group: its length and hash, and an excerpt only if Redaction.Redactor adds one.
 	// Defaults to discarding everything.
 	Logger *slog.Logger
 	// OnEvent receives every event (see EventKind), on the goroutine of the call that
@@ -188,6 +195,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Redaction.check(); err != nil {
+		return cfg, err
 	}
 	if cfg.IdleInvocationTimeout == 0 {
 		cfg.IdleInvocationTimeout = 30 * time.Minute

@@ -302,7 +302,7 @@ func TestRetryModelReissuesShareOneOperation(t *testing.T) {
 			types := responseTypes(turn)
 			require.Len(t, types, 4)
 			for _, rt := range types[:tt.wantRequests] {
-				require.Nil(t, rt, "a transport error reached the model as an error")
+				require.Equal(t, payloads.TypeFailed, rt, "a transport error reaches the model as the failed payload")
 			}
 			for _, rt := range types[tt.wantRequests:] {
 				require.Equal(t, payloads.TypeBudgetExhausted, rt)
