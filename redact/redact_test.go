@@ -3,6 +3,7 @@ package redact_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -249,4 +250,18 @@ func FuzzName(f *testing.F) {
 		}
 		_ = redact.Of(s).String()
 	})
+}
+
+func TestWrapKeepsIdentityNotText(t *testing.T) {
+	sentinel := errors.New("sentinel")
+	err := redact.Wrap(fmt.Errorf("body %q: %w", "hunter2 <script>", sentinel))
+	if strings.Contains(err.Error(), "hunter2") || !strings.HasPrefix(err.Error(), "error text withheld: len=") {
+		t.Errorf("Wrap(...).Error() = %q", err.Error())
+	}
+	if !errors.Is(err, sentinel) {
+		t.Error("errors.Is lost the wrapped error")
+	}
+	if redact.Wrap(err) != err || redact.Wrap(nil) != nil {
+		t.Error("Wrap is not idempotent or wraps nil")
+	}
 }
