@@ -148,7 +148,7 @@ func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Perm
 	t.tried++
 	req.Model = r.Model
 	rec := &recorder{}
-	id := tag(rec)
+	id := f.tag(rec)
 	if id != "" || f.timeout > 0 {
 		cfg := genai.GenerateContentConfig{}
 		if req.Config != nil {
@@ -203,7 +203,7 @@ func (f *Failover) AfterModel(ctx agent.Context, resp *model.LLMResponse, respEr
 	if pc == nil {
 		return nil, nil
 	}
-	defer untag(pc.tag)
+	defer f.untag(ctx, pc)
 	switch {
 	case respErr != nil:
 		c := f.classify(ctx, respErr, pc.rec)
@@ -229,7 +229,7 @@ func (f *Failover) OnModelError(ctx agent.Context, req *model.LLMRequest, callEr
 	if pc == nil {
 		return nil, nil
 	}
-	defer untag(pc.tag)
+	defer f.untag(ctx, pc)
 	c := f.classify(ctx, callErr, pc.rec)
 	report(&pc.p, c)
 	t := pc.t

@@ -34,7 +34,8 @@
 //     timeout (the request's Config.HTTPOptions.Timeout, or Config.AttemptTimeout)
 //     is the route's failure;
 //   - a 429 or 503 that asks for a delay (a RetryInfo detail, or a Retry-After
-//     header captured by [NewTransport]) is a floor on the cooldown when the
+//     header captured by [NewTransport], or [Failover.Transport] for the agent's own
+//     model under the callbacks) is a floor on the cooldown when the
 //     route's breaker opens or is already open: no probe goes before the delay
 //     has passed;
 //   - safety blocks and 400 invalid-argument answers prove the endpoint works:
