@@ -95,8 +95,8 @@ type harnessConfig struct {
 	// client using its Transport).
 	agentModelFor func(*modelfailover.Failover) model.LLM
 	routes        []modelfailover.Route // defaults to one route per region
-	mutate     func(*modelfailover.Config)
-	agentCfg   func(*llmagent.Config)
+	mutate        func(*modelfailover.Config)
+	agentCfg      func(*llmagent.Config)
 }
 
 func newHarness(t *testing.T, hc harnessConfig) *harness {

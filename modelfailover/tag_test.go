@@ -23,7 +23,9 @@ func TestAttemptTagNeverLeavesTheProcess(t *testing.T) {
 		wrap func(*modelfailover.Failover) func(rtWrap http.RoundTripper) http.RoundTripper
 	}{
 		{"client without the transport", func(*modelfailover.Failover) func(http.RoundTripper) http.RoundTripper { return nil }},
-		{"client with NewTransport", func(*modelfailover.Failover) func(http.RoundTripper) http.RoundTripper { return modelfailover.NewTransport }},
+		{"client with NewTransport", func(*modelfailover.Failover) func(http.RoundTripper) http.RoundTripper {
+			return modelfailover.NewTransport
+		}},
 		{"client with Failover.Transport", func(f *modelfailover.Failover) func(http.RoundTripper) http.RoundTripper { return f.Transport }},
 	}
 	for _, tt := range tests {
