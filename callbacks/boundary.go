@@ -71,6 +71,38 @@ type Redaction struct {
 	Redactor *redact.Redactor
 }
 
+// checkText refuses tool names that are not valid UTF-8, hold control characters or
+// are absurdly long (redact.CheckName): they would reach metric labels, log lines and
+// payloads. It fills in the Redaction's defaults.
+func (cfg *Config) checkText() error {
+	for i, t := range cfg.MutatingTools {
+		if err := redact.CheckName(fmt.Sprintf("callbacks: Config.MutatingTools[%d]", i), t); err != nil {
+			return err
+		}
+	}
+	for i, t := range cfg.ExemptTools {
+		if err := redact.CheckName(fmt.Sprintf("callbacks: Config.ExemptTools[%d]", i), t); err != nil {
+			return err
+		}
+	}
+	for tool, alts := range cfg.Alternatives {
+		if err := redact.CheckName("callbacks: Config.Alternatives key", tool); err != nil {
+			return err
+		}
+		for i, a := range alts {
+			if err := redact.CheckName(fmt.Sprintf("callbacks: Config.Alternatives[%q][%d]", tool, i), a); err != nil {
+				return err
+			}
+		}
+	}
+	for tool := range cfg.QueueTools {
+		if err := redact.CheckName("callbacks: Config.QueueTools key", tool); err != nil {
+			return err
+		}
+	}
+	return cfg.Redaction.check()
+}
+
 // check validates r and fills in its defaults.
 func (r *Redaction) check() error {
 	for tool, p := range r.ErrorText {

@@ -153,4 +153,25 @@ func TestBoundaryConfigIsChecked(t *testing.T) {
 	require.ErrorContains(t, err, "not valid UTF-8")
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": 9}}})
 	require.ErrorContains(t, err, `Config.Redaction.ErrorText["lookup"] = 9`)
+	_, err = callbacks.New(callbacks.Config{Dependencies: deps, MutatingTools: []string{"charge\x1b[2J"}})
+	require.ErrorContains(t, err, `callbacks: Config.MutatingTools[0] = "charge\x1b[2J": holds the control or format character '\x1b'`)
+	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Alternatives: map[string][]string{"a": {strings.Repeat("x", 200)}}})
+	require.ErrorContains(t, err, "bytes long")
+}
+
+// A tool registered under a name that would break a metrics scrape or a log line is
+// guarded under its repaired name.
+func TestBoundaryToolNamesAreRepaired(t *testing.T) {
+	t.Parallel()
+	name := "odd\x1b[31mname\xff"
+	f := newFixture(t, fixtureConfig{
+		tools: []tool.Tool{fnTool(t, name, func(agent.Context, map[string]any) (map[string]any, error) { return map[string]any{"ok": true}, nil })},
+		then:  callsThenText(name),
+	})
+	f.run(t, "go")
+	outs := f.ev.of(callbacks.EventCallOutcome)
+	require.Len(t, outs, 1)
+	require.Equal(t, "odd [31mname", outs[0].Tool)
+	require.Equal(t, "odd [31mname", outs[0].Dependency)
+	f.requireClean(t)
 }

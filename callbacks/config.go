@@ -196,9 +196,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := cfg.Redaction.check(); err != nil {
-		return cfg, err
-	}
 	if cfg.IdleInvocationTimeout == 0 {
 		cfg.IdleInvocationTimeout = 30 * time.Minute
 	}
@@ -254,6 +251,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if strings.TrimSpace(cfg.Docstring) == "" {
 			return cfg, errors.New("callbacks: Config.Docstring is blank: leave it empty for the default or set DisableDocstrings")
 		}
+	}
+	if err := cfg.checkText(); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }
