@@ -55,7 +55,8 @@ type Config struct {
 	// Alternatives names, per tool, other tools the model may use when it is
 	// unavailable. Defaults to none.
 	Alternatives map[string][]string
-	// Fallback, when set, returns a partial result for a short-circuited call, or nil.
+	// Fallback, when set, returns a partial result for a short-circuited call, or for a
+	// call whose failure the model gets as agentbreaker's payload (see ErrorText), or nil.
 	// It runs on the call's goroutine with no lock held; a panic in it is recovered.
 	// Defaults to none.
 	Fallback func(ctx agent.Context, tool string, args map[string]any) any
