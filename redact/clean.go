@@ -57,6 +57,9 @@ const ellipsis = "…"
 // characters (Cf: bidi overrides, zero-width joiners, BOM), separators other than the
 // plain space, private use and non-characters.
 func unsafeRune(r rune) bool {
+	if r < 0x80 {
+		return r < 0x20 || r == 0x7f // the common case, without the Unicode tables
+	}
 	switch {
 	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
 		return true
@@ -81,7 +84,7 @@ func Excerpt(s string, max int) string {
 	max = min(max, MaxExcerptLen)
 	// Look past the bound so a secret that straddles it is still recognised whole,
 	// then mask, then cut: cutting first could leave a secret's head unmasked.
-	window := 4*max + 512
+	window := max + 256
 	if len(s) > window {
 		s = s[:window]
 	}

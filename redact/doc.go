@@ -20,7 +20,7 @@
 // # The hash
 //
 // By default the hash is the first 12 hex digits (48 bits) of the SHA-256 of the
-// whole text, unkeyed, so fingerprints agree across replicas and restarts. An unkeyed
+// text (its first 64 KiB, so a huge body costs no more), unkeyed, so fingerprints agree across replicas and restarts. An unkeyed
 // hash of a short, guessable text can be confirmed by guessing it: a body that is only
 // a 6-digit code or a known password is not hidden by it. Set [Config.Key] to use
 // HMAC-SHA-256 with your key instead; fingerprints then agree only where the key does.

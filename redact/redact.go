@@ -23,6 +23,9 @@ const (
 	// hashHex is how many hex digits of the hash a fingerprint keeps (48 bits):
 	// enough to tell errors apart in one incident, too few to be an identifier.
 	hashHex = 12
+	// maxHashed bounds the text hashed, so a huge body costs no more than this: two
+	// texts that differ only past it (and not in length) share a fingerprint.
+	maxHashed = 64 << 10
 )
 
 // Config configures a [Redactor]. The zero value is the default: fingerprints only,
@@ -76,7 +79,7 @@ func MustNew(cfg Config) *Redactor {
 }
 
 // Fingerprint is a bounded summary of upstream text: its length in bytes and a short
-// hash. It never contains any of the text.
+// hash of its first 64 KiB. It never contains any of the text.
 type Fingerprint struct {
 	Len  int
 	Hash string // hashHex lower-case hex digits; "" for empty text
@@ -106,7 +109,7 @@ func (r *Redactor) Fingerprint(s string) Fingerprint {
 	} else {
 		h = sha256.New()
 	}
-	h.Write([]byte(s))
+	h.Write([]byte(s[:min(len(s), maxHashed)]))
 	var sum [sha256.Size]byte
 	return Fingerprint{Len: len(s), Hash: hex.EncodeToString(h.Sum(sum[:0]))[:hashHex]}
 }
