@@ -30,6 +30,13 @@ import (
 //     correct itself, passed through redact.Clean: at most 512 bytes per string,
 //     control and format characters and invalid UTF-8 removed.
 //
+// The answer is given by agentbreaker's after-tool callback, so every on-error callback
+// (other plugins', the agent's) still sees the error first; as with any plugin that
+// answers in adk-go, the agent's own after-tool callbacks are then skipped for that
+// call. A plugin after agentbreaker that answers the error itself (adk-go's
+// retry-and-reflect) keeps its answer, with the error's text replaced by a note naming
+// the class.
+//
 // Failures that never reached the tool (an open breaker, a full bulkhead, a spent
 // retry budget) already get their payloads. Exempt tools (Config.ExemptTools,
 // built-ins, tools the dependency map exempts) are not guarded and are not changed.
