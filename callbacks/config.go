@@ -55,7 +55,8 @@ type Config struct {
 	// Alternatives names, per tool, other tools the model may use when it is
 	// unavailable. Defaults to none.
 	Alternatives map[string][]string
-	// Fallback, when set, returns a partial result for a short-circuited call, or nil.
+	// Fallback, when set, returns a partial result for a short-circuited call, or for a
+	// call whose failure the model gets as agentbreaker's payload (see ErrorText), or nil.
 	// It runs on the call's goroutine with no lock held; a panic in it is recovered.
 	// Defaults to none.
 	Fallback func(ctx agent.Context, tool string, args map[string]any) any
@@ -156,9 +157,16 @@ type Config struct {
 	// Model holds model callbacks to bundle (model failover's). Defaults to none.
 	Model ModelCallbacks
 
+	// Redaction decides what of a dependency's text (error messages, in-band errors)
+	// reaches the model and the operator; see [ErrorText] for the rule. Defaults to
+	// the safe choice: failures of a dependency reach the model only as
+	// agentbreaker's payload, and logs and events only as a fingerprint.
+	Redaction Redaction
+
 	// Logger receives structured records with stable keys (dependency, tool,
-	// request_id, outcome, error_class, elapsed_ms, breaker_state, policy_version).
-	// Raw upstream error text appears only here, as upstream_error, cut at 512 bytes.
+	// request_id, outcome, error_class, status_code, elapsed_ms, breaker_state,
+	// policy_version). A failed call's own text appears only as the upstream_error
+	// group: its length and hash, and an excerpt only if Redaction.Redactor adds one.
 	// Defaults to discarding everything.
 	Logger *slog.Logger
 	// OnEvent receives every event (see EventKind), on the goroutine of the call that
@@ -257,6 +265,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if strings.TrimSpace(cfg.Docstring) == "" {
 			return cfg, errors.New("callbacks: Config.Docstring is blank: leave it empty for the default or set DisableDocstrings")
 		}
+	}
+	if err := cfg.checkText(); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }

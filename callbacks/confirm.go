@@ -153,7 +153,7 @@ func (c *Callbacks) replayRefused(ctx agent.Context, inv *invocation, tool, dep 
 	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelWarn
-		attrs = append(attrs, slog.String("error", err.Error()))
+		attrs = append(attrs, c.errAttr(err))
 	}
 	c.emit(ctx, e, level, "agentbreaker: replay of a call with an unknown outcome not sent", attrs...)
 	return p

@@ -96,7 +96,24 @@
 // # Observing
 //
 // Every decision is an [Event] for Config.OnEvent and a log record on Config.Logger
-// with stable keys. Raw upstream text is logged, never shown to the model.
+// with stable keys.
+//
+// # What a dependency's text can reach
+//
+// A guarded call that reached its tool and failed reaches the model only as
+// agentbreaker's payload (payloads.Failed), built from the failure's class, whether the
+// tool returned an error (which adk-go would otherwise send as {"error": err.Error()})
+// or a result reporting failure in-band. The model's own mistakes (validation, not
+// found, no results) keep the tool's message, cleaned and cut at 512 bytes per string.
+// [ErrorText] states the rule; Config.Redaction.ErrorText changes it per tool
+// (ErrorTextBounded adds a masked excerpt, ErrorTextVerbatim turns it off).
+//
+// Log records and Events carry the class, the status code and a fingerprint of the
+// text (its length and a short hash, package redact), never the text; an excerpt,
+// bounded and with common secret shapes masked, only with a Config.Redaction.Redactor
+// built with redact.Config.Excerpt. Tool names that are not valid UTF-8, hold control
+// characters or are absurdly long are repaired (redact.RepairName) before they key a
+// breaker, a metric or a log line.
 //
 // For metrics and traces, set Config.Observer to a *telemetry.Telemetry (any
 // observe.Calls will do): each short-circuit, each bulkhead rejection and, once per

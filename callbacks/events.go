@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
@@ -121,6 +122,11 @@ type Event struct {
 	// RetryReason is why the retry orchestrator refused the call, for
 	// EventRetryRefused (a bounded label).
 	RetryReason retry.Reason
+	// StatusCode is the HTTP or API status of a failed call when one is known, else 0.
+	StatusCode int
+	// Upstream fingerprints the failed call's own text (its error message or in-band
+	// error): length and a short hash, never the text (see package redact).
+	Upstream redact.Fingerprint
 }
 
 // emit delivers an event to the hook and the log. It is called with no lock held.
@@ -163,6 +169,9 @@ func (c *Callbacks) emit(ctx context.Context, e Event, level slog.Level, msg str
 	if e.Kind == EventCallOutcome {
 		attrs = append(attrs, slog.Float64("elapsed_ms", float64(e.Elapsed)/float64(time.Millisecond)))
 	}
+	if e.StatusCode != 0 {
+		attrs = append(attrs, slog.Int("status_code", e.StatusCode))
+	}
 	if e.ShortCircuits > 0 {
 		attrs = append(attrs, slog.Int("short_circuits", e.ShortCircuits))
 	}
@@ -183,15 +192,4 @@ func (c *Callbacks) callHook(e Event) {
 		}
 	}()
 	c.onEvent(e)
-}
-
-// maxUpstreamText caps the raw upstream text kept in a log record.
-const maxUpstreamText = 512
-
-// upstreamText cuts raw upstream text for the log. It is never given to the model.
-func upstreamText(s string) slog.Attr {
-	if len(s) > maxUpstreamText {
-		s = s[:maxUpstreamText] + "…"
-	}
-	return slog.String("upstream_error", s)
 }

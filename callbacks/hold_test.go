@@ -38,7 +38,9 @@ func holdFixture(t *testing.T, crmSrv, weatherSrv *breakertest.Server, crm break
 				return breakertest.Call(lastUserText(r), map[string]any{"query": "42"})
 			}
 			_, asked := frs[0].Response["retry_after_seconds"]
-			if _, fromServer := frs[0].Response["status_code"]; asked && fromServer && countCalls(r) == 1 {
+			// The server's own answer reaches the model as agentbreaker's "failed" payload
+			// (never its text); the hold's local answers are "unavailable".
+			if fromServer := frs[0].Response["response_type"] == "agentbreaker.failed"; asked && fromServer && countCalls(r) == 1 {
 				f.clk.Advance(reissueAfter)
 				return breakertest.Call(frs[0].Name, map[string]any{"query": "42"})
 			}
@@ -89,7 +91,8 @@ func TestRetryAfterHoldsAgainstTheModel(t *testing.T) {
 	turn := f.run(t, "lookup")
 	frs := turn.FunctionResponses()
 	require.Len(t, frs, 2)
-	require.Equal(t, int64(429), toInt64(frs[0].Response["status_code"]), "the server's own answer")
+	require.Equal(t, payloads.TypeFailed, frs[0].Response["response_type"], "the server's own answer, as agentbreaker's payload")
+	require.Equal(t, string(classify.ClassHTTP429), frs[0].Response["error_class"])
 	require.Equal(t, int64(1), crm.Requests(), "the re-issue 2 s later did not reach the dependency")
 	held := frs[1].Response
 	require.Equal(t, payloads.TypeUnavailable, held["response_type"])

@@ -90,7 +90,7 @@ func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, 
 		Priority: prio, MaxWait: qt.MaxWait, ReplayPolicy: qt.ReplayPolicy, Payload: body,
 	})
 	if err != nil {
-		c.log.Warn("agentbreaker: call not queued", slog.String("tool", tool), slog.String("dependency", dep), slog.String("error", err.Error()))
+		c.log.Warn("agentbreaker: call not queued", slog.String("tool", tool), slog.String("dependency", dep), c.errAttr(err))
 		return nil
 	}
 	if d.Verdict != admission.Queue {

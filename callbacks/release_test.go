@@ -88,7 +88,7 @@ func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 		{name: "panic in a function tool", run: func(agent.Context) (map[string]any, error) { panic("tool bug") },
 			want: breaker.Failure, kind: callbacks.EventCallOutcome},
 		{name: "panic in a wrapped raw tool", run: func(agent.Context) (map[string]any, error) { panic("tool bug") }, wrap: true,
-			want: breaker.Failure, kind: callbacks.EventCallOutcome, seeText: "panicked"},
+			want: breaker.Failure, kind: callbacks.EventCallOutcome, seeText: "response_type=agentbreaker.failed"},
 		{name: "the turn's context is cancelled", cancel: true, want: breaker.Ignore, kind: callbacks.EventCallOutcome},
 		{name: "an earlier plugin's after-callback answers first", run: fail, want: breaker.Ignore, kind: callbacks.EventOrphanReleased,
 			before: func(t *testing.T) []*plugin.Plugin { return []*plugin.Plugin{rewritePlugin(t)} }, seeText: "rewritten"},

@@ -53,7 +53,7 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 	run, _, err := c.cfg.Retry.Track(inv.id, op)
 	if err != nil {
 		c.log.Warn("agentbreaker: call not tracked by the retry budget; it goes on without one",
-			slog.String("tool", tool), slog.String("dependency", dep), slog.String("error", err.Error()))
+			slog.String("tool", tool), slog.String("dependency", dep), c.errAttr(err))
 		return nil, nil
 	}
 	a, err := run.Admit(ctx)

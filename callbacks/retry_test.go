@@ -302,7 +302,7 @@ func TestRetryModelReissuesShareOneOperation(t *testing.T) {
 			types := responseTypes(turn)
 			require.Len(t, types, 4)
 			for _, rt := range types[:tt.wantRequests] {
-				require.Nil(t, rt, "a transport error reached the model as an error")
+				require.Equal(t, payloads.TypeFailed, rt, "a transport error reaches the model as the failed payload")
 			}
 			for _, rt := range types[tt.wantRequests:] {
 				require.Equal(t, payloads.TypeBudgetExhausted, rt)
@@ -430,7 +430,7 @@ func TestReadRetriedAfterTimeoutLeavesNoBacklog(t *testing.T) {
 	turn := f.run(t, "who is customer 7?")
 	frs := turn.FunctionResponses()
 	require.Len(t, frs, 2)
-	require.Contains(t, frs[0].Response, "error", "the first attempt's answer was lost")
+	require.Equal(t, payloads.TypeFailed, frs[0].Response["response_type"], "the first attempt's answer was lost")
 	require.Equal(t, "ok", frs[1].Response["status"], "the model's re-issue succeeded")
 	keys, _ := srv.requests()
 	require.Len(t, keys, 2)

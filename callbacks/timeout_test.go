@@ -13,6 +13,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
@@ -33,7 +34,9 @@ func TestAToolTimeoutIsACountedUnknownFailure(t *testing.T) {
 		start := time.Now()
 		turn := f.run(t, "go")
 		require.Equal(t, 5*time.Second, time.Since(start))
-		require.Contains(t, turn.FunctionResponses()[0].Response["error"], `tool "enrich" did not finish within 5s`)
+		resp := turn.FunctionResponses()[0].Response
+		require.Equal(t, payloads.TypeFailed, resp[payloads.KeyResponseType], "the model gets the payload, not the error text")
+		require.Equal(t, string(classify.ClassTimeout), resp[payloads.KeyErrorClass])
 		outs := f.ev.of(callbacks.EventCallOutcome)
 		require.Len(t, outs, 1)
 		require.Equal(t, classify.Unknown, outs[0].Outcome)

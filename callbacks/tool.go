@@ -15,6 +15,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
@@ -71,7 +72,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		if l == agentLayer && inv.owner(k) == pluginLayer {
 			return nil, nil // the runner plugin already admitted this call
 		}
-		name := t.Name()
+		name := redact.RepairName(t.Name()) // a name that would break a metrics scrape or a log line
 		b, err := c.deps.ForTool(name)
 		if err != nil {
 			// Too many on-demand breakers: let the call through unguarded, loudly.
@@ -294,7 +295,7 @@ func (c *Callbacks) unadmittedError(ctx agent.Context, inv *invocation, l layer,
 		id = inv.id
 	}
 	c.emit(ctx, Event{Kind: EventUnknownTool, At: c.timeOf(c.nanos()), CallID: ctx.FunctionCallID(), InvocationID: id},
-		slog.LevelInfo, "agentbreaker: model called a tool that does not exist", slog.String("called_name", name), upstreamText(toolErr.Error()))
+		slog.LevelInfo, "agentbreaker: model called a tool that does not exist", slog.String("called_name", redact.Clean(name, redact.MaxNameLen)), c.upstreamAttr(toolErr.Error()))
 	return nil
 }
 
@@ -343,7 +344,11 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 			c.cfg.Cache.Put(cl.tool, args, result)
 		}
 		c.settle(ctx, inv, cl, cls, text, kind, sent)
-		return nil, nil
+		in := boundaryInput{cl: cl, args: args, cls: cls, sent: sent, result: result, toolErr: toolErr}
+		if errSeen {
+			in.errText = text
+		}
+		return c.answer(ctx, in), nil
 	}
 }
 
@@ -365,10 +370,17 @@ func isReflectAndRetry(result map[string]any) bool {
 	return rt == reflectAndRetryType
 }
 
-// inBandText picks the failure text of an in-band error result, for the log only.
+// inBandText picks the failure text of an in-band error result, for the operator's
+// fingerprint (and the opt-in excerpt).
 func inBandText(result map[string]any) string {
 	for _, k := range []string{"error", "message", "error_details"} {
 		if s, ok := result[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	if content, ok := result["content"].([]any); ok && len(content) > 0 { // MCP: isError with text content
+		if m, ok := content[0].(map[string]any); ok {
+			s, _ := m["text"].(string)
 			return s
 		}
 	}
@@ -415,7 +427,10 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 	now := c.nanos()
 	e := Event{Kind: kind, At: c.timeOf(now), Dependency: cl.dep, Tool: cl.tool, CallID: cl.ctx.FunctionCallID(), InvocationID: inv.id,
 		Outcome: cls.Outcome, Class: cls.Class, Verdict: cls.Verdict, BreakerState: cl.breaker.State(),
-		PolicyVersion: cl.breaker.Policy().Version, Elapsed: time.Duration(max(now-cl.start, 0))}
+		PolicyVersion: cl.breaker.Policy().Version, Elapsed: time.Duration(max(now-cl.start, 0)), StatusCode: cls.StatusCode}
+	if text != "" {
+		e.Upstream = c.cfg.Redaction.Redactor.Fingerprint(text)
+	}
 	level, msg := slog.LevelDebug, "agentbreaker: tool call finished"
 	switch {
 	case kind == EventOrphanReleased:
@@ -426,7 +441,7 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 		level, msg = slog.LevelInfo, "agentbreaker: tool call failed"
 	}
 	if text != "" {
-		c.emit(ctx, e, level, msg, upstreamText(text))
+		c.emit(ctx, e, level, msg, c.upstreamAttr(text))
 	} else {
 		c.emit(ctx, e, level, msg)
 	}

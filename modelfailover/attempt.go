@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/redact"
 )
 
 // Keys of the markers put in every response's CustomMetadata.
@@ -87,7 +88,8 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req
 		f.log.LogAttrs(ctx, slog.LevelDebug, "model failover: attempt failed",
 			slog.String("route", r.Name), slog.String("class", string(c.Class)),
 			slog.Int("status", c.StatusCode), slog.String("verdict", c.Verdict.String()),
-			slog.Bool("after_output", yielded), slog.Duration("retry_after", c.RetryAfter))
+			slog.Bool("after_output", yielded), slog.Duration("retry_after", c.RetryAfter),
+			redact.ErrorAttr("error", err)) // the model API's words: fingerprint only
 		if !yielded && c.Verdict == classify.Counts {
 			t.fail(r, c, err)
 			return false

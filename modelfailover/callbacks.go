@@ -153,7 +153,7 @@ func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Perm
 	// The transport (NewTransport) enforces the first-response and chunk-gap
 	// bounds on this call, which the callbacks cannot do themselves.
 	rec := &recorder{bounds: bounds{first: f.bounds.first, gap: f.bounds.gap, clk: f.bounds.clk}}
-	id := tag(rec)
+	id := f.tag(rec)
 	// genai's HTTPOptions.Timeout bounds the whole HTTP exchange, a stream
 	// included, and a callback cannot tell whether the call streams (adk-go's
 	// callback context has no RunConfig). So only CallTimeout, which bounds the
@@ -212,7 +212,7 @@ func (f *Failover) AfterModel(ctx agent.Context, resp *model.LLMResponse, respEr
 	if pc == nil {
 		return nil, nil
 	}
-	defer untag(pc.tag)
+	defer f.untag(ctx, pc)
 	switch {
 	case respErr != nil:
 		c := f.classify(ctx, pc.rec.attemptContext(), respErr, pc.rec)
@@ -243,7 +243,7 @@ func (f *Failover) OnModelError(ctx agent.Context, req *model.LLMRequest, callEr
 	if pc == nil {
 		return nil, nil
 	}
-	defer untag(pc.tag)
+	defer f.untag(ctx, pc)
 	c := f.classify(ctx, pc.rec.attemptContext(), callErr, pc.rec)
 	f.report(pc.r, &pc.p, c)
 	t := pc.t

@@ -34,7 +34,8 @@
 //     the Failover (see "Time bounds" on [Failover]) or the request's own
 //     Config.HTTPOptions.Timeout is the route's failure;
 //   - a 429 or 503 that asks for a delay (a RetryInfo detail, or a Retry-After
-//     header captured by [NewTransport]) is a floor on the cooldown when the
+//     header captured by [NewTransport], or [Failover.Transport] for the agent's own
+//     model under the callbacks) is a floor on the cooldown when the
 //     route's breaker opens or is already open: no probe goes before the delay
 //     has passed;
 //   - safety blocks, blocked prompts and 400 invalid-argument answers prove the

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/model/gemini"
 	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
@@ -198,7 +200,11 @@ func TestQuotaDelayFloorsTheCooldown(t *testing.T) {
 			a, b := twoRegions(t)
 			hc := harnessConfig{regions: []*region{a, b}}
 			if tt.callbacks {
-				hc.agentModel = a.llm
+				hc.agentModelFor = func(f *modelfailover.Failover) model.LLM {
+					llm, err := gemini.NewModel(t.Context(), pro, a.server.ClientConfig(f.Transport))
+					require.NoError(t, err)
+					return llm
+				}
 				hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
 			}
 			h := newHarness(t, hc)
@@ -258,7 +264,11 @@ func TestStreamFailingAfterTwoChunksIsNotPapered(t *testing.T) {
 			a, b := twoRegions(t)
 			hc := harnessConfig{regions: []*region{a, b}}
 			if tt.callbacks {
-				hc.agentModel = a.llm
+				hc.agentModelFor = func(f *modelfailover.Failover) model.LLM {
+					llm, err := gemini.NewModel(t.Context(), pro, a.server.ClientConfig(f.Transport))
+					require.NoError(t, err)
+					return llm
+				}
 				hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
 			}
 			h := newHarness(t, hc)

@@ -90,9 +90,12 @@ type harnessConfig struct {
 	// agentModel, when set, makes the agent keep this model and use the
 	// failover's callbacks instead of the failover model.
 	agentModel model.LLM
-	routes     []modelfailover.Route // defaults to one route per region
-	mutate     func(*modelfailover.Config)
-	agentCfg   func(*llmagent.Config)
+	// agentModelFor, when set, builds agentModel once the Failover exists (for a
+	// client using its Transport).
+	agentModelFor func(*modelfailover.Failover) model.LLM
+	routes        []modelfailover.Route // defaults to one route per region
+	mutate        func(*modelfailover.Config)
+	agentCfg      func(*llmagent.Config)
 	// defaultPolicy gives the model breakers dependencymap's default model policy
 	// instead of testPolicy.
 	defaultPolicy bool
@@ -131,6 +134,9 @@ func newHarness(t *testing.T, hc harnessConfig) *harness {
 	// Mode is set because adk v2.2.0's runner writes it on the first Run of a root
 	// agent that has none (runner.go:210): two first Runs at once race there.
 	acfg := llmagent.Config{Name: "assistant", Instruction: "Answer briefly.", Model: h.f, Mode: llmagent.ModeChat}
+	if hc.agentModelFor != nil {
+		hc.agentModel = hc.agentModelFor(h.f)
+	}
 	if hc.agentModel != nil {
 		acfg.Model = hc.agentModel
 		acfg.BeforeModelCallbacks = []llmagent.BeforeModelCallback{h.f.BeforeModel}

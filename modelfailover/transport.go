@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,8 +18,11 @@ import (
 // error it returns. A transport wrapped with NewTransport reads the header off
 // the response and hands it to the attempt that sent the request. The failover
 // model tells the transport which attempt a request belongs to through the
-// request's context; the callbacks cannot change the model call's context, so
-// they tag the request with a header that the transport removes before sending.
+// request's context. The callbacks cannot change the model call's context, so
+// they tag the request with a header that the transport removes before sending;
+// they do so only for a Failover whose Transport method made the transport of the
+// agent's own model, so that a request sent through any other client never
+// carries the tag.
 
 const attemptHeader = "X-Agentbreaker-Attempt"
 
@@ -29,6 +33,7 @@ type recorder struct {
 	status int
 	header http.Header
 	body   bodyEvidence
+	tagged atomic.Bool // a transport took the attempt's tag off a request
 	// bounds, set by the callbacks for the agent's own model call, are enforced by
 	// the transport on the HTTP exchange (the callbacks cannot wrap the call's
 	// context); actx is then the exchange's context, whose cause tells a bound ran out.
@@ -136,20 +141,49 @@ func withRecorder(ctx, actx context.Context, rec *recorder) context.Context {
 }
 
 var (
-	transportsMade atomic.Bool   // tag requests only once a transport exists to read the tag
-	nextAttempt    atomic.Uint64 // attempt ids for the tag
-	tagged         sync.Map      // attempt id (string) -> *recorder
+	taggers     sync.Map      // *Failover -> struct{}: its agent's model sends through its Transport
+	nextAttempt atomic.Uint64 // attempt ids for the tag
+	tagged      sync.Map      // attempt id (string) -> *recorder
 )
 
-// tag registers rec under a new attempt id and returns the id, or "" when no
-// transport was ever made (nobody would remove the header).
-func tag(rec *recorder) string {
-	if !transportsMade.Load() {
+// Transport is NewTransport for the HTTP client of the agent's own model, when the
+// agent uses f's callbacks (BeforeModel, AfterModel, OnModelError) rather than f as its
+// model. Its requests then carry a tag naming their attempt, which the transport
+// removes before the request leaves, so that a Retry-After header reaches the
+// route's breaker. Without it the callbacks tag nothing: a request sent through a
+// client that does not remove the tag would carry it to the model's API. If a tagged
+// request still finishes without passing through a transport of this package, f
+// stops tagging and logs an error.
+func (f *Failover) Transport(base http.RoundTripper) http.RoundTripper {
+	taggers.Store(f, struct{}{})
+	return NewTransport(base)
+}
+
+// tag registers rec under a new attempt id and returns the id, or "" when the
+// agent's model does not send through f's Transport (nobody would remove the header).
+func (f *Failover) tag(rec *recorder) string {
+	if _, ok := taggers.Load(f); !ok {
 		return ""
 	}
 	id := strconv.FormatUint(nextAttempt.Add(1), 10)
 	tagged.Store(id, rec)
 	return id
+}
+
+// untag forgets a finished call's tag. A tag no transport removed went to the model's
+// API: stop tagging, loudly, rather than send it again.
+func (f *Failover) untag(ctx context.Context, pc *pendingCall) {
+	if pc.tag == "" {
+		return
+	}
+	untag(pc.tag)
+	if !pc.rec.tagged.Load() {
+		if _, was := taggers.LoadAndDelete(f); was {
+			f.log.ErrorContext(ctx, "model failover: a model request left without passing through Failover.Transport; "+
+				"its attempt tag may have been sent, and requests are no longer tagged (give the agent's model an HTTP client using Failover.Transport)",
+				slog.String("route", pc.r.Name))
+		}
+	}
 }
 
 func untag(id string) {
@@ -166,13 +200,13 @@ func untag(id string) {
 //	cfg := &genai.ClientConfig{APIKey: key, HTTPClient: &http.Client{
 //		Transport: modelfailover.NewTransport(http.DefaultTransport)}}
 //
-// Requests that no failover attempt sent pass through untouched. The returned
-// transport is safe for concurrent use.
+// Requests that no failover attempt sent pass through untouched, but never with an
+// attempt tag. For the agent's own model under the callbacks, use [Failover.Transport].
+// The returned transport is safe for concurrent use.
 func NewTransport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	transportsMade.Store(true)
 	return &transport{base: base}
 }
 
@@ -181,9 +215,11 @@ type transport struct{ base http.RoundTripper }
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rec, _ := req.Context().Value(recorderKey{}).(*recorder)
 	if id := req.Header.Get(attemptHeader); id != "" {
-		if rec == nil {
-			if v, ok := tagged.Load(id); ok {
-				rec = v.(*recorder)
+		if v, ok := tagged.Load(id); ok {
+			tr := v.(*recorder)
+			tr.tagged.Store(true)
+			if rec == nil {
+				rec = tr
 			}
 		}
 		// A RoundTripper must not change the caller's request: send a copy.

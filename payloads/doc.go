@@ -1,6 +1,7 @@
 // Package payloads writes the results agentbreaker hands to the model in place of a
 // real tool result: when a breaker is open, a bulkhead is full, a retry budget is used
-// up, or a mutation's outcome is unknown.
+// up, a mutation's outcome is unknown, or a call reached its dependency and failed
+// ([Failed], in place of the error text or in-band error the dependency wrote).
 //
 // A payload is a prompt, not an error code. It says plainly that the tool is
 // unavailable, that retrying now is not advised and when it might be, and offers what

@@ -163,6 +163,10 @@ func instruction(kind string, in Info) string {
 	switch {
 	case kind == TypeOutcomeUnknown:
 		return "Do not repeat this action. Tell the user it could not be confirmed whether it was done."
+	case kind == TypeFailed && in.Cached != nil && in.Cached.Result != nil:
+		return "Do not repeat this request now. Answer with the cached result, telling the user how old it is."
+	case kind == TypeFailed:
+		return "Do not repeat this request now. Tell the user this information could not be retrieved and continue without it."
 	case in.Firm:
 		s := "Stop calling this tool in this turn"
 		if in.ShortCircuits > 1 {

@@ -190,3 +190,20 @@ func TestPhraseCoversEveryFailureClass(t *testing.T) {
 		require.NotContains(t, p, string(c), "a phrase is words, not the class label")
 	}
 }
+
+func TestFailed(t *testing.T) {
+	t.Parallel()
+	p := payloads.Failed(payloads.Info{Dependency: "crm", Tool: "lookup", Class: classify.ClassHTTP5xx, RetryAfter: 10 * time.Second})
+	require.Equal(t, payloads.TypeFailed, p[payloads.KeyResponseType])
+	require.Equal(t, "error", p[payloads.KeyStatus])
+	require.Equal(t, "http_5xx", p[payloads.KeyErrorClass])
+	require.Equal(t, false, p[payloads.KeyRetryAdvised])
+	require.Equal(t, "this request to crm failed: it has been returning server errors. It may be tried again in about 10 seconds.", p[payloads.KeyReason])
+	require.True(t, payloads.Is(p))
+	// Its own classification never counts against the dependency again.
+	c := classify.ToolResult(p)
+	require.Equal(t, classify.Neutral, c.Verdict)
+
+	v := payloads.Failed(payloads.Info{Dependency: "crm", Class: classify.ClassValidation})
+	require.Equal(t, "this request to crm failed: it rejected the arguments of this request as invalid.", v[payloads.KeyReason])
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/redact"
 )
 
 // Event is the record of one attempt: made, or refused before it was sent. It is small
@@ -34,7 +35,8 @@ type Event struct {
 	Delay time.Duration
 	Stop  Reason
 	At    time.Time
-	// Err is the attempt's error or the refusal's cause.
+	// Err is the attempt's error or the refusal's cause. Hooks get it wrapped by
+	// Config.Redactor: its text is a fingerprint; errors.Is and errors.As see through.
 	Err error
 	// JournalErr is set when the outcome could not be recorded in the journal.
 	JournalErr error
@@ -45,8 +47,11 @@ type Event struct {
 // ElapsedMs is Elapsed in whole milliseconds, as the record's elapsed_ms field.
 func (e Event) ElapsedMs() int64 { return e.Elapsed.Milliseconds() }
 
-// Attrs returns the record as slog attributes with snake_case keys.
-func (e Event) Attrs() []slog.Attr {
+// Attrs returns the record as slog attributes with snake_case keys. Errors appear as
+// their fingerprint (redact.Default), never as their text.
+func (e Event) Attrs() []slog.Attr { return e.attrs(redact.Default) }
+
+func (e Event) attrs(red *redact.Redactor) []slog.Attr {
 	attrs := []slog.Attr{
 		slog.String("dependency", e.Dependency),
 		slog.String("tool", e.Tool),
@@ -67,10 +72,11 @@ func (e Event) Attrs() []slog.Attr {
 		attrs = append(attrs, slog.String("intent_id", e.IntentID))
 	}
 	if e.Err != nil {
-		attrs = append(attrs, slog.String("error", e.Err.Error()))
+		attrs = append(attrs, red.ErrorAttr("error", unwrapRedacted(e.Err)))
 	}
 	if e.JournalErr != nil {
-		attrs = append(attrs, slog.String("journal_error", e.JournalErr.Error()))
+		// A status lookup's error can quote the dependency too.
+		attrs = append(attrs, red.ErrorAttr("journal_error", unwrapRedacted(e.JournalErr)))
 	}
 	return attrs
 }
@@ -83,6 +89,9 @@ func (run *Run) emit(ctx context.Context, e Event) {
 	e.RequestID = run.op.RequestID
 	e.PolicyVersion = run.pol.Version
 	r := run.r
+	red := r.cfg.Redactor
+	raw := e
+	e.Err, e.JournalErr = red.Wrap(e.Err), red.Wrap(e.JournalErr)
 	for _, h := range r.cfg.OnAttempt {
 		h(ctx, e)
 	}
@@ -91,6 +100,15 @@ func (run *Run) emit(ctx context.Context, e Event) {
 		if e.Outcome != classify.Succeeded {
 			level = slog.LevelWarn
 		}
-		l.LogAttrs(ctx, level, "agentbreaker retry attempt", e.Attrs()...)
+		l.LogAttrs(ctx, level, "agentbreaker retry attempt", raw.attrs(red)...)
 	}
+}
+
+// unwrapRedacted returns the error inside a redact.Error, so that an excerpt (when
+// the Redactor makes them) is of the error's text and not of its fingerprint.
+func unwrapRedacted(err error) error {
+	if re, ok := err.(*redact.Error); ok {
+		return re.Unwrap()
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/redact"
 )
 
 // Config configures a Retrier.
@@ -36,6 +37,13 @@ type Config struct {
 	Journal Journal
 	// Logger, when set, receives one record per attempt. Defaults to none.
 	Logger *slog.Logger
+	// Redactor decides what of an attempt's error text the Logger and the OnAttempt
+	// hooks see: the error is often the dependency's answer. Records carry an "error"
+	// group with its length and hash (and an excerpt only if the Redactor adds one);
+	// Event.Err is wrapped (redact.Redactor.Wrap) so that printing it prints the same,
+	// while errors.Is and errors.As still reach the error. Defaults to redact.Default:
+	// fingerprints only.
+	Redactor *redact.Redactor
 	// OnAttempt hooks receive one Event per attempt (and per refused attempt), in order,
 	// with the caller's context (for traces), on the goroutine that made it, outside any
 	// lock. Keep them quick. Defaults to none.
@@ -74,6 +82,9 @@ func New(cfg Config) (*Retrier, error) {
 		if h == nil {
 			return nil, &ConfigError{Package: "retry", Field: fmt.Sprintf("OnAttempt[%d]", i), Value: "nil", Problem: "hook is nil"}
 		}
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.Default
 	}
 	if cfg.MaxOperationsPerInvocation == 0 {
 		cfg.MaxOperationsPerInvocation = 1000
