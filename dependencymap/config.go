@@ -121,6 +121,7 @@ func merge(base, over breaker.Policy) breaker.Policy {
 	set(&base.FailureRateThreshold, over.FailureRateThreshold)
 	setInt(&base.MinimumCalls, over.MinimumCalls)
 	setInt(&base.Buckets, over.Buckets)
+	setInt(&base.WindowCalls, over.WindowCalls) // negative: time-based, overriding base
 	set(&base.SlowCallRateThreshold, over.SlowCallRateThreshold)
 	set(&base.CooldownMultiplier, over.CooldownMultiplier)
 	set(&base.Jitter, over.Jitter)
@@ -128,7 +129,7 @@ func merge(base, over breaker.Policy) breaker.Policy {
 	if over.Window != 0 {
 		base.Window = over.Window
 	}
-	if over.SlowCallThreshold != 0 {
+	if over.SlowCallThreshold != 0 { // negative: off, overriding base
 		base.SlowCallThreshold = over.SlowCallThreshold
 	}
 	if over.Cooldown != 0 {
