@@ -322,7 +322,12 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 // never more than the open period that was set away, a probe lease never more than
 // ProbeLease, a server-stated delay never more than MaxRetryAfter. The first reading
 // after a jump anchors the clamped deadline, so Allow, RetryAfter and snapshots agree.
+// The default clock is monotonic and never jumps: nothing to clamp, and a reading taken
+// before waiting for the lock must not shorten a deadline set from a later one.
 func (b *Breaker) clamp(now int64) {
+	if b.clk == nil {
+		return
+	}
 	switch b.State() {
 	case Open:
 		if span := b.openSpan.Load(); b.reopenAt.Load()-now > span {

@@ -218,17 +218,10 @@ func (w *window) forget(pos int64) {
 }
 
 // advance folds the stripes and slides a time window so that now falls in the current
-// bucket. A clock that went backwards slides nothing but restarts the current bucket at
-// now, so that it never ends later than one bucket width from the latest reading.
+// bucket. An earlier reading slides nothing: it is usually a reading taken before the
+// caller got the lock, older than the one that last slid the window.
 func (w *window) advance(now int64, s stripes, tag uint64) {
-	if w.size > 0 {
-		return
-	}
-	if now < w.curStart {
-		w.curStart = now
-		return
-	}
-	if now < w.end() {
+	if w.size > 0 || now < w.end() {
 		return
 	}
 	hook(hookRotateBeforeFold)
@@ -307,4 +300,3 @@ type Counts struct {
 func (w *window) sums() Counts {
 	return Counts{Calls: w.successes + w.failures, Failures: w.failures, SlowCalls: w.slow}
 }
-
