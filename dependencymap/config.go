@@ -31,7 +31,7 @@ func (u Unannotated) String() string {
 // Config describes the dependencies of an agent and their policies.
 type Config struct {
 	// Default is the policy of every dependency that does not set its own. Zero fields
-	// take the breaker package's defaults.
+	// take DefaultToolPolicy's values, then the breaker package's defaults.
 	Default breaker.Policy
 	// ModelDefault is the policy of every model endpoint that does not set its own.
 	// Zero fields take DefaultModelPolicy's values, then the breaker defaults.
@@ -82,6 +82,15 @@ type ModelEndpoint struct {
 	Region string
 	// Policy overrides ModelDefault field by field.
 	Policy breaker.Policy
+}
+
+// DefaultToolPolicy holds the defaults of tool dependencies that differ from the breaker
+// package's: the cooldown doubles after each failed probe (30s, 1m, 2m, 4m), capped at
+// MaxCooldown (the larger of Cooldown and 5m), so a dependency that stays down is probed
+// less and less often. Set CooldownMultiplier to 1 (in Default or per dependency) for a
+// fixed cooldown.
+var DefaultToolPolicy = breaker.Policy{
+	CooldownMultiplier: 2,
 }
 
 // DefaultModelPolicy holds the conservative defaults for model endpoints: a wider window,

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,4 +80,60 @@ func TestIssue10jDependencyCanSwitchOffADefaultGate(t *testing.T) {
 	require.ErrorContains(t, err, "-3: want a positive number or \"off\"")
 	_, err = ParseYAML([]byte("default:\n  cooldown: off\n"))
 	require.ErrorContains(t, err, `default.cooldown = "off": want a positive duration such as "30s"`)
+}
+
+// Issue 12: tool dependencies back off by default (the cooldown doubles per failed
+// probe, capped); one can keep a fixed cooldown; the count window is selectable in the
+// file.
+func TestIssue12ToolCooldownGrowsByDefault(t *testing.T) {
+	t.Parallel()
+	fc := clock.NewFake(time.Time{})
+	cfg, err := ParseYAML([]byte(`
+default:
+  minimum_calls: 1
+  jitter: -1
+dependencies:
+  crm:
+    tools: [lookup]
+  ledger:
+    tools: [post]
+    policy:
+      cooldown_multiplier: 1
+  search:
+    tools: [find]
+    policy:
+      window_calls: 20
+      minimum_calls: 20
+`))
+	require.NoError(t, err)
+	cfg.Clock = fc
+	m := MustNew(cfg)
+	waits := func(key string) []time.Duration {
+		b, _ := m.Get(key)
+		p, err := b.Allow()
+		require.NoError(t, err)
+		p.Failure()
+		var out []time.Duration
+		for range 5 {
+			d := b.RetryAfter()
+			out = append(out, d)
+			fc.Advance(d)
+			p, err := b.Allow()
+			require.NoError(t, err)
+			require.True(t, p.IsProbe())
+			p.Failure()
+		}
+		return out
+	}
+	require.Equal(t, []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute}, waits("crm"),
+		"doubling, capped at MaxCooldown")
+	require.Equal(t, []time.Duration{30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second}, waits("ledger"))
+	b, err := m.ForTool("invented_tool")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, b.Policy().CooldownMultiplier, "on-demand tool breakers back off too")
+	search, _ := m.Get("search")
+	require.Equal(t, 20, search.Policy().WindowCalls)
+	mb, err := m.ForModel("gemini", "eu")
+	require.NoError(t, err)
+	require.Equal(t, DefaultModelPolicy.CooldownMultiplier, mb.Policy().CooldownMultiplier, "model endpoints keep theirs")
 }
