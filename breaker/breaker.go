@@ -66,20 +66,21 @@ type Breaker struct {
 	rand      func() float64
 	listeners []func(Event)
 
-	mu           sync.Mutex // guards the fields below
-	win          window
-	openedAt     int64
-	everOpened   bool  // openedAt is set (0 is a valid instant: the epoch)
-	notBefore    int64 // latest instant a dependency asked not to be called before
-	hasNotBefore bool  // notBefore is set; cleared when the breaker closes
-	failedProbes int   // consecutive failed probes since the breaker last closed
-	admitted     int   // probes handed out this half-open period and not given back
-	succeeded    int   // probes that succeeded this half-open period
-	leases       []lease
-	nextToken    uint64
-	expired      int64 // probe leases that ran out, over the breaker's life
-	pending      []Event
-	delivering   bool
+	mu            sync.Mutex // guards the fields below
+	win           window
+	openedAt      int64
+	everOpened    bool  // openedAt is set (0 is a valid instant: the epoch)
+	notBefore     int64 // latest instant a dependency asked not to be called before
+	notBeforeSpan int64 // the delay that set notBefore, to survive a clock jumping back
+	hasNotBefore  bool  // notBefore is set; cleared when the breaker closes
+	failedProbes  int   // consecutive failed probes since the breaker last closed
+	admitted      int   // probes handed out this half-open period and not given back
+	succeeded     int   // probes that succeeded this half-open period
+	leases        []lease
+	nextToken     uint64
+	expired       int64 // probe leases that ran out, over the breaker's life
+	pending       []Event
+	delivering    bool
 }
 
 type lease struct {
@@ -320,8 +321,9 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 // clamp pulls every deadline derived from the clock back to at most its full span from
 // now, under the lock. It matters after the clock jumped backwards: a reopen time is
 // never more than the open period that was set away, a probe lease never more than
-// ProbeLease, a server-stated delay never more than MaxRetryAfter. The first reading
-// after a jump anchors the clamped deadline, so Allow, RetryAfter and snapshots agree.
+// ProbeLease, a server-stated delay never more than the delay that was stated. The
+// first reading after a jump anchors the clamped deadline, so Allow, RetryAfter and
+// snapshots agree.
 // The default clock is monotonic and never jumps: nothing to clamp, and a reading taken
 // before waiting for the lock must not shorten a deadline set from a later one.
 func (b *Breaker) clamp(now int64) {
@@ -345,8 +347,8 @@ func (b *Breaker) clamp(now int64) {
 			b.updateProbeBusy()
 		}
 	}
-	if ra := int64(b.policy.MaxRetryAfter); b.hasNotBefore && b.notBefore-now > ra {
-		b.notBefore = now + ra
+	if b.hasNotBefore && b.notBefore-now > b.notBeforeSpan {
+		b.notBefore = now + b.notBeforeSpan
 	}
 }
 
@@ -403,7 +405,7 @@ func (b *Breaker) noteRetryAfter(now int64, ra time.Duration) {
 	ra = min(ra, b.policy.MaxRetryAfter)
 	until := now + int64(ra)
 	if !b.hasNotBefore || until > b.notBefore {
-		b.notBefore, b.hasNotBefore = until, true
+		b.notBefore, b.notBeforeSpan, b.hasNotBefore = until, int64(ra), true
 	}
 	if b.State() == Open && until > b.reopenAt.Load() {
 		b.reopenAt.Store(until)
