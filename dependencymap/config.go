@@ -56,7 +56,9 @@ type Config struct {
 	ExemptTools []string
 	// MaxDependencies caps how many breakers may be created on demand (unannotated tools
 	// and unlisted model endpoints), so a stream of tool names a model invents cannot grow
-	// the map without bound. Defaults to 1000.
+	// the map without bound. In the shared and exempt modes it also caps how many
+	// unannotated tool names are remembered for lock-free lookup; later names get the
+	// same answer (the shared breaker, or none) without being remembered. Defaults to 1000.
 	MaxDependencies int
 
 	// Clock is given to every breaker. Defaults to the system clock.

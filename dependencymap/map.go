@@ -24,6 +24,9 @@ type Map struct {
 	snap        atomic.Pointer[snapshot]
 	mu          sync.Mutex // serialises copy-on-write updates of snap
 	onDemand    int        // breakers created on demand, guarded by mu
+	// remembered counts the unannotated tool names recorded in shared and exempt modes;
+	// at most MaxDependencies are.
+	remembered atomic.Int64
 }
 
 // snapshot is immutable once published.
@@ -201,6 +204,15 @@ func (m *Map) addTool(tool string) (*breaker.Breaker, error) {
 	if tool == "" {
 		return nil, errors.New(`dependencymap: tool name "" is empty`)
 	}
+	if m.cfg.Unannotated != OwnKey && m.remembered.Load() >= int64(m.cfg.MaxDependencies) {
+		// Shared and exempt tools need no breaker of their own: past the cap their names
+		// are answered without being remembered, so invented names cannot grow the map
+		// (each name remembered costs a copy of it).
+		if m.cfg.Unannotated == SharedKey {
+			return m.snap.Load().keys[m.cfg.UnannotatedKey], nil
+		}
+		return nil, nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.snap.Load()
@@ -230,6 +242,9 @@ func (m *Map) addTool(tool string) (*breaker.Breaker, error) {
 			return nil, err
 		}
 		m.onDemand++
+	}
+	if m.cfg.Unannotated != OwnKey {
+		m.remembered.Add(1)
 	}
 	next := s.clone()
 	next.tools[tool] = b
