@@ -17,7 +17,7 @@ import (
 // bucket and cleared with it.
 func TestIssue10aNoSuccessLostAfterIdleGap(t *testing.T) {
 	t.Parallel()
-	const rounds, goroutines = 6000, 4
+	const rounds, goroutines = 20000, 2
 	fc := clock.NewFake(time.Time{})
 	b := MustNew(Config{Name: "idle", Clock: fc, Policy: Policy{Window: time.Second, Buckets: 10}})
 	for r := range rounds {
