@@ -65,6 +65,14 @@ func agentbreakerPolicy(cool time.Duration) breaker.Policy {
 	}
 }
 
+// countWindowPolicy is the shared gates over the last 100 calls instead of 60 seconds
+// (resilience4j's COUNT_BASED window).
+func countWindowPolicy(cool time.Duration) breaker.Policy {
+	p := agentbreakerPolicy(cool)
+	p.WindowCalls = 100
+	return p
+}
+
 // newAgentbreaker returns our breaker with the shared gates and the given cooldown;
 // clk nil means the default (coarse system) clock.
 func newAgentbreaker(tb testing.TB, cool time.Duration, clk clock.Clock) *breaker.Breaker {

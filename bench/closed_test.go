@@ -20,6 +20,17 @@ func BenchmarkClosed(b *testing.B) {
 			p.Success()
 		}
 	})
+	b.Run("agentbreaker-countwindow", func(b *testing.B) {
+		b.ReportAllocs()
+		br := newAgentbreakerPolicy(b, countWindowPolicy(cooldown), nil)
+		for b.Loop() {
+			p, err := br.Allow()
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Success()
+		}
+	})
 	b.Run("gobreaker-twostep", func(b *testing.B) {
 		b.ReportAllocs()
 		cb := newGobreakerTwoStep(cooldown)
@@ -67,6 +78,21 @@ func BenchmarkClosedParallel(b *testing.B) {
 	b.Run("agentbreaker", func(b *testing.B) {
 		b.ReportAllocs()
 		br := newAgentbreaker(b, cooldown, nil)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				p, err := br.Allow()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				p.Success()
+			}
+		})
+	})
+	b.Run("agentbreaker-countwindow", func(b *testing.B) {
+		b.ReportAllocs()
+		br := newAgentbreakerPolicy(b, countWindowPolicy(cooldown), nil)
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {

@@ -19,8 +19,10 @@ type Config struct {
 	Name string
 	// Policy holds the trip, cooldown and probe settings. Zero fields take defaults.
 	Policy Policy
-	// Clock is the time source. Defaults to the system clock, read through a coarse
-	// (about 1ms) monotonic cache so the hot path never calls into the OS clock.
+	// Clock is the time source. Defaults to the system's monotonic clock: the lock-free
+	// paths read its coarse cache (package clock), so a healthy call never calls into the
+	// OS clock, and every decision taken under the lock, and every timed call, reads it
+	// precisely.
 	Clock clock.Clock
 	// Rand returns a uniform value in [0, 1) for cooldown jitter. It is called with the
 	// breaker's lock held and need not be safe for concurrent use. Defaults to
@@ -39,12 +41,15 @@ type Config struct {
 // [*OpenError]; the permit then reports the call's outcome once. In the closed state
 // both steps are lock-free and allocate nothing.
 type Breaker struct {
-	// Read by every call. Written only on transitions and bucket rotation.
+	// Read by every call. Written only on transitions and when the window slides.
 	// stateGen is generation<<genShift | timedBit (when slow calls are tracked) | State.
 	// A plain word read with sync/atomic functions rather than an atomic.Uint64: the
 	// method call of the typed atomic pushes Allow just past the inliner's budget.
-	stateGen  uint64
-	bucketEnd atomic.Int64 // closed: when the current bucket ends
+	stateGen uint64
+	// bucketEnd is, while admitting, the first instant a success must take the lock:
+	// the end of the current bucket (never, for a count window), or MinInt64 while a
+	// success could trip the breaker, so that the gates are evaluated for it.
+	bucketEnd atomic.Int64
 	reopenAt  atomic.Int64 // open: when the next probe may go
 	openSpan  atomic.Int64 // open: the wait that was set, to survive a clock jumping back
 	probeBusy atomic.Int64 // half-open: reject until then (every probe slot is taken)
@@ -57,27 +62,30 @@ type Breaker struct {
 
 	name      string
 	policy    Policy
-	rateMicro int64 // FailureRateThreshold in parts per million, for exact integer compares
-	slowMicro int64
+	minCalls  int64 // MinimumCalls, at most WindowCalls for a count window
 	rand      func() float64
 	listeners []func(Event)
 
-	mu           sync.Mutex // guards the fields below
-	win          window
-	openedAt     int64
-	everOpened   bool // openedAt is set (0 is a valid instant: the epoch)
-	failedProbes int  // consecutive failed probes since the breaker last closed
-	admitted     int  // probes handed out this half-open period and not given back
-	succeeded    int  // probes that succeeded this half-open period
-	leases       []lease
-	nextToken    uint64
-	expired      int64 // probe leases that ran out, over the breaker's life
-	pending      []Event
-	delivering   bool
+	mu            sync.Mutex // guards the fields below
+	win           window
+	openedAt      int64
+	everOpened    bool  // openedAt is set (0 is a valid instant: the epoch)
+	notBefore     int64 // latest instant a dependency asked not to be called before
+	notBeforeSpan int64 // the delay that set notBefore, to survive a clock jumping back
+	hasNotBefore  bool  // notBefore is set; cleared when the breaker closes
+	failedProbes  int   // consecutive failed probes since the breaker last closed
+	admitted      int   // probes handed out this half-open period and not given back
+	succeeded     int   // probes that succeeded this half-open period
+	leases        []lease
+	nextToken     uint64
+	expired       int64 // probe leases that ran out, over the breaker's life
+	pending       []Event
+	delivering    bool
 }
 
 type lease struct {
 	token    uint64 // 0 = free slot
+	start    int64  // when the probe was admitted
 	deadline int64
 }
 
@@ -101,10 +109,12 @@ func New(cfg Config) (*Breaker, error) {
 		clk:       cfg.Clock,
 		rand:      cfg.Rand,
 		listeners: cfg.OnStateChange,
-		rateMicro: int64(math.Round(p.FailureRateThreshold * 1e6)),
-		slowMicro: int64(math.Round(p.SlowCallRateThreshold * 1e6)),
-		slowNanos: int64(p.SlowCallThreshold),
+		minCalls:  int64(p.MinimumCalls),
+		slowNanos: max(0, int64(p.SlowCallThreshold)),
 		leases:    make([]lease, p.HalfOpenProbes),
+	}
+	if p.WindowCalls > 0 {
+		b.minCalls = min(b.minCalls, int64(p.WindowCalls))
 	}
 	if b.rand == nil {
 		b.rand = rand.Float64
@@ -116,9 +126,9 @@ func New(cfg Config) (*Breaker, error) {
 	} else {
 		b.epoch = b.clk.Now()
 	}
-	now := b.nanos()
+	now := b.preciseNanos()
 	b.win = newWindow(p, now)
-	b.win.reset(now, b.stripes) // a reused arena column may hold old counts
+	b.stripes.take(0) // a reused arena column may hold old counts; generation 0 has tag 0
 	b.bucketEnd.Store(b.win.end())
 	if b.slowNanos > 0 {
 		b.storeSG(timedBit | uint64(Closed))
@@ -140,6 +150,9 @@ func MustNew(cfg Config) *Breaker {
 func (b *Breaker) loadSG() uint64   { return atomic.LoadUint64(&b.stateGen) }
 func (b *Breaker) storeSG(v uint64) { atomic.StoreUint64(&b.stateGen, v) }
 
+// tagOf is the stripe tag of a state word's generation.
+func tagOf(sg uint64) uint64 { return sg >> genShift & tagMask }
+
 // Name returns the breaker's name.
 func (b *Breaker) Name() string { return b.name }
 
@@ -149,10 +162,20 @@ func (b *Breaker) Policy() Policy { return b.policy }
 // State returns the current state.
 func (b *Breaker) State() State { return State(b.loadSG() & stateMask) }
 
-// nanos reads the breaker's clock as nanoseconds since its epoch.
+// nanos reads the breaker's clock as nanoseconds since its epoch: the coarse clock by
+// default. Only the lock-free fast paths use it.
 func (b *Breaker) nanos() int64 {
 	if b.clk == nil {
 		return clock.CoarseNanos()
+	}
+	return b.clockNanos()
+}
+
+// preciseNanos is nanos read precisely: everything that decides something from the
+// time under the lock, and timed calls, use it.
+func (b *Breaker) preciseNanos() int64 {
+	if b.clk == nil {
+		return clock.PreciseNanos()
 	}
 	return b.clockNanos()
 }
@@ -161,11 +184,11 @@ func (b *Breaker) clockNanos() int64 { return int64(b.clk.Now().Sub(b.epoch)) }
 
 func (b *Breaker) toNanos(t time.Time) int64  { return int64(t.Sub(b.epoch)) }
 func (b *Breaker) toTime(n int64) time.Time   { return b.epoch.Add(time.Duration(n)) }
-func (b *Breaker) now() time.Time             { return b.toTime(b.nanos()) }
+func (b *Breaker) now() time.Time             { return b.toTime(b.preciseNanos()) }
 func (b *Breaker) rejectWith(e *OpenError)    { b.rejectErr.Store(e) }
 func (b *Breaker) rejection() (Permit, error) { return Permit{}, b.rejectErr.Load() }
-func (b *Breaker) newOpenError(s State, until int64) *OpenError {
-	e := &OpenError{Breaker: b.name, State: s, now: b.now}
+func (b *Breaker) newOpenError(s State, until, span int64) *OpenError {
+	e := &OpenError{Breaker: b.name, State: s, now: b.now, span: time.Duration(span)}
 	if until != 0 {
 		e.Until = b.toTime(until)
 	}
@@ -186,13 +209,14 @@ func (b *Breaker) Allow() (p Permit, err error) {
 // allowTimed is Allow when the call's start time matters or the breaker is not closed.
 func (p *Permit) allowTimed() (err error) {
 	b := p.b
-	now := b.nanos()
 	sg := b.loadSG()
 	if State(sg & stateMask).Admits() {
-		*p = Permit{b: b, sg: sg, n: now}
+		// A timed call: its start is read precisely, so a coarse clock that fell behind
+		// cannot make it look slow or fast.
+		*p = Permit{b: b, sg: sg, n: b.preciseNanos()}
 		return nil
 	}
-	*p, err = b.allowSlow(sg, now)
+	*p, err = b.allowSlow(sg, b.nanos(), true)
 	return err
 }
 
@@ -203,29 +227,59 @@ func (b *Breaker) AllowAt(now time.Time) (Permit, error) {
 	if State(sg & stateMask).Admits() {
 		return Permit{b: b, sg: sg, n: n}, nil
 	}
-	return b.allowSlow(sg, n)
+	return b.allowSlow(sg, n, false)
 }
 
-func (b *Breaker) allowSlow(sg uint64, now int64) (Permit, error) {
+// allowSlow rejects without a lock while the state says so; otherwise it decides under
+// the lock, re-reading the clock precisely when refresh is set.
+func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool) (Permit, error) {
+	hook(hookRejectAfterLoad)
+	// A wait longer than its full span means an injected clock went backwards: the lock
+	// clamps it. The default clock is monotonic, and its coarse readings may lag the
+	// precise reading a deadline was set from, so the span is not checked for it.
 	switch State(sg & stateMask) {
 	case Open:
-		if wait := b.reopenAt.Load() - now; wait > 0 && wait <= b.openSpan.Load() {
+		if wait := b.reopenAt.Load() - now; wait > 0 && (wait <= b.openSpan.Load() || b.clk == nil) {
+			b.countRejection()
 			return b.rejection()
 		}
 	case HalfOpen:
-		if now < b.probeBusy.Load() {
+		if busy := b.probeBusy.Load() - now; busy > 0 && (busy <= int64(b.policy.ProbeLease) || b.clk == nil) {
+			b.countRejection()
 			return b.rejection()
 		}
 	case ForcedOpen:
 		return b.rejection()
 	}
+	if refresh {
+		now = b.preciseNanos()
+	}
 	return b.acquire(now)
+}
+
+// countRejection keeps the coarse clock fresh while callers are being rejected: every
+// clock.RefreshEvery rejections on a stripe read the clock precisely, so an open period
+// ends on time even when the clock's ticker cannot get a CPU.
+func (b *Breaker) countRejection() {
+	if b.clk == nil && b.stripes.bump()%clock.RefreshEvery == 0 {
+		refreshClock()
+	}
+}
+
+// refreshes counts the hot paths' refreshes of the coarse clock, for tests.
+var refreshes atomic.Int64
+
+// refreshClock publishes a precise reading to the coarse clock.
+func refreshClock() {
+	refreshes.Add(1)
+	clock.PreciseNanos()
 }
 
 // acquire runs under the lock when the fast path could not decide: the cooldown may have
 // ended, a probe slot may be free, or the state changed under us.
 func (b *Breaker) acquire(now int64) (Permit, error) {
 	b.mu.Lock()
+	b.clamp(now)
 	sg := b.loadSG()
 	switch State(sg & stateMask) {
 	case Closed, ForcedClosed:
@@ -235,14 +289,7 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 		b.mu.Unlock()
 		return b.rejection()
 	case Open:
-		reopen := b.reopenAt.Load()
-		if span := b.openSpan.Load(); reopen-now > span {
-			// The clock went backwards: never wait longer than the cooldown that was set.
-			reopen = now + span
-			b.reopenAt.Store(reopen)
-			b.rejectWith(b.newOpenError(Open, reopen))
-		}
-		if now < reopen {
+		if now < b.reopenAt.Load() {
 			b.mu.Unlock()
 			return b.rejection()
 		}
@@ -260,7 +307,7 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 	token := b.nextToken
 	for i := range b.leases {
 		if b.leases[i].token == 0 {
-			b.leases[i] = lease{token: token, deadline: now + int64(b.policy.ProbeLease)}
+			b.leases[i] = lease{token: token, start: now, deadline: now + int64(b.policy.ProbeLease)}
 			break
 		}
 	}
@@ -269,6 +316,40 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 	b.mu.Unlock()
 	b.deliver()
 	return Permit{b: b, sg: sg, n: int64(token)}, nil
+}
+
+// clamp pulls every deadline derived from the clock back to at most its full span from
+// now, under the lock. It matters after the clock jumped backwards: a reopen time is
+// never more than the open period that was set away, a probe lease never more than
+// ProbeLease, a server-stated delay never more than the delay that was stated. The
+// first reading after a jump anchors the clamped deadline, so Allow, RetryAfter and
+// snapshots agree.
+// The default clock is monotonic and never jumps: nothing to clamp, and a reading taken
+// before waiting for the lock must not shorten a deadline set from a later one.
+func (b *Breaker) clamp(now int64) {
+	if b.clk == nil {
+		return
+	}
+	switch b.State() {
+	case Open:
+		if span := b.openSpan.Load(); b.reopenAt.Load()-now > span {
+			b.reopenAt.Store(now + span)
+			b.rejectWith(b.newOpenError(Open, now+span, span))
+		}
+	case HalfOpen:
+		lease, changed := int64(b.policy.ProbeLease), false
+		for i := range b.leases {
+			if l := &b.leases[i]; l.token != 0 && l.deadline-now > lease {
+				l.start, l.deadline, changed = now, now+lease, true
+			}
+		}
+		if changed {
+			b.updateProbeBusy()
+		}
+	}
+	if b.hasNotBefore && b.notBefore-now > b.notBeforeSpan {
+		b.notBefore = now + b.notBeforeSpan
+	}
 }
 
 // expireLeases frees the slots of probes that did not report in time.
@@ -301,48 +382,52 @@ func (b *Breaker) updateProbeBusy() {
 	}
 	b.probeBusy.Store(earliest)
 	if cur := b.rejectErr.Load(); cur == nil || cur.State != HalfOpen || b.toNanos(cur.Until) != earliest {
-		b.rejectWith(b.newOpenError(HalfOpen, earliest))
+		b.rejectWith(b.newOpenError(HalfOpen, earliest, int64(b.policy.ProbeLease)))
 	}
 }
 
-// cooldown returns the jittered open period after failedProbes consecutive failed probes,
-// floored by a server-stated delay.
-func (b *Breaker) cooldown(retryAfter time.Duration) (wait time.Duration, floored bool) {
+// cooldown returns the jittered open period after failedProbes consecutive failed
+// probes: Cooldown × CooldownMultiplier^failedProbes, stretched by the jitter, then
+// capped at MaxCooldown (so jitter never makes a wait exceed the cap).
+func (b *Breaker) cooldown() time.Duration {
 	p := &b.policy
 	c := float64(p.Cooldown) * math.Pow(p.CooldownMultiplier, float64(b.failedProbes))
-	c = min(c, float64(p.MaxCooldown))
 	if p.Jitter > 0 {
 		c *= 1 + p.Jitter*b.rand()
 	}
-	wait = time.Duration(c)
-	if ra := min(retryAfter, p.MaxRetryAfter); ra > wait {
-		return ra, true
-	}
-	return wait, false
+	return time.Duration(min(c, float64(p.MaxCooldown)))
 }
 
-// open moves the breaker to Open (from closed or half-open) with a fresh cooldown.
-func (b *Breaker) open(now int64, cause Cause, reason string, retryAfter time.Duration) {
-	wait, floored := b.cooldown(retryAfter)
-	if floored {
-		reason += fmt.Sprintf("; retry-after %s", wait)
+// noteRetryAfter remembers a delay the dependency stated: it may not be called before
+// now + ra (ra capped at MaxRetryAfter). An open breaker's reopen time moves later at
+// once; otherwise the instant floors the next open period.
+func (b *Breaker) noteRetryAfter(now int64, ra time.Duration) {
+	ra = min(ra, b.policy.MaxRetryAfter)
+	until := now + int64(ra)
+	if !b.hasNotBefore || until > b.notBefore {
+		b.notBefore, b.notBeforeSpan, b.hasNotBefore = until, int64(ra), true
 	}
-	b.openedAt, b.everOpened = now, true
-	b.reopenAt.Store(now + int64(wait))
-	b.openSpan.Store(int64(wait))
-	b.rejectWith(b.newOpenError(Open, now+int64(wait)))
-	b.transition(now, Open, cause, reason)
-}
-
-// extendOpen applies a server-stated delay to an open breaker: the reopen time only moves later.
-func (b *Breaker) extendOpen(now int64, retryAfter time.Duration) {
-	ra := min(retryAfter, b.policy.MaxRetryAfter)
-	if until := now + int64(ra); until > b.reopenAt.Load() {
+	if b.State() == Open && until > b.reopenAt.Load() {
 		b.reopenAt.Store(until)
 		b.openSpan.Store(max(b.openSpan.Load(), int64(ra)))
-		b.rejectWith(b.newOpenError(Open, until))
+		b.rejectWith(b.newOpenError(Open, until, b.openSpan.Load()))
 		b.emit(now, Open, Open, CauseRetryAfter, fmt.Sprintf("retry-after %s", ra))
 	}
+}
+
+// open moves the breaker to Open (from closed or half-open) with a fresh cooldown,
+// floored by the latest instant the dependency asked not to be called before.
+func (b *Breaker) open(now int64, cause Cause, reason string) {
+	wait := int64(b.cooldown())
+	if b.hasNotBefore && b.notBefore-now > wait {
+		wait = b.notBefore - now
+		reason += fmt.Sprintf("; retry-after %s", time.Duration(wait))
+	}
+	b.openedAt, b.everOpened = now, true
+	b.reopenAt.Store(now + wait)
+	b.openSpan.Store(wait)
+	b.rejectWith(b.newOpenError(Open, now+wait, wait))
+	b.transition(now, Open, cause, reason)
 }
 
 // transition changes state under the lock, starts a new generation (so reports from
@@ -350,40 +435,95 @@ func (b *Breaker) extendOpen(now int64, retryAfter time.Duration) {
 func (b *Breaker) transition(now int64, to State, cause Cause, reason string) {
 	old := b.loadSG()
 	from := State(old & stateMask)
+	next := (old>>genShift+1)<<genShift | old&timedBit | uint64(to)
+	// Take the striped counters and retag them for the new generation before publishing
+	// it: successes of the old generation that have not landed yet are then dropped, and
+	// successes of the new one find their tag. While admitting they are successes to
+	// keep; otherwise they counted rejections.
+	if from.Admits() {
+		b.win.fold(b.stripes, tagOf(next))
+	} else {
+		b.stripes.take(tagOf(next))
+	}
 	switch to {
-	case Closed, ForcedClosed:
-		b.win.reset(now, b.stripes)
-		b.bucketEnd.Store(b.win.end())
+	case Closed:
+		b.win.reset(now)
+		b.failedProbes = 0
+		b.hasNotBefore = false
+	case ForcedClosed:
+		// Switched off without losing its numbers: the window is kept.
 		b.failedProbes = 0
 	case HalfOpen:
 		clear(b.leases)
 		b.admitted, b.succeeded = 0, 0
 		b.updateProbeBusy()
 	case ForcedOpen:
-		b.rejectWith(b.newOpenError(ForcedOpen, 0))
+		b.rejectWith(b.newOpenError(ForcedOpen, 0, 0))
 	}
-	b.storeSG((old>>genShift+1)<<genShift | old&timedBit | uint64(to))
+	if to.Admits() {
+		b.win.advance(now, b.stripes, tagOf(next))
+		b.publishEnd(to)
+	}
+	hook(hookTransitionBeforePublish)
+	b.storeSG(next)
 	b.emit(now, from, to, cause, reason)
+}
+
+// publishEnd tells the success fast path when it must next take the lock: at the end of
+// the current bucket, or at once while a success could trip the breaker.
+func (b *Breaker) publishEnd(s State) {
+	end := b.win.end()
+	if s == Closed && b.successMayTrip() {
+		end = math.MinInt64
+	}
+	b.bucketEnd.Store(end)
+}
+
+// successMayTrip reports whether one more success could make the gates trip: the
+// window's failures (or slow calls) already reach their threshold against the call
+// count the window would have after it, or MinimumCalls if that is more. A success
+// only lowers the rates, so when this is false no success can trip the breaker until
+// the window changes under the lock again (a failure, a slide, a transition). The
+// stripes must have been folded.
+func (b *Breaker) successMayTrip() bool {
+	c := b.win.sums()
+	next := c.Calls + 1
+	if b.win.size > 0 {
+		next = min(next, b.win.size)
+	}
+	d := max(b.minCalls, next)
+	return rateReached(c.Failures, d, b.policy.FailureRateThreshold) ||
+		b.slowNanos > 0 && rateReached(c.SlowCalls, d, b.policy.SlowCallRateThreshold)
+}
+
+// rateReached is the rate gate, exactly as documented: float64(n)/float64(of) ≥ threshold.
+// The quotient is rounded once, so a fraction such as 2/3 or 1/10 meets a threshold
+// written as the same fraction.
+func rateReached(n, of int64, threshold float64) bool {
+	return of > 0 && float64(n)/float64(of) >= threshold
 }
 
 // ForceOpen rejects every call until Reset or ForceClosed. reason is kept in the event.
 func (b *Breaker) ForceOpen(reason string) { b.operate(ForcedOpen, "forced open by operator", reason) }
 
 // ForceClosed lets every call through and keeps measuring, but never trips, until Reset
-// or ForceOpen: the breaker is switched off without losing its numbers.
+// or ForceOpen: the breaker is switched off without losing its numbers (the window keeps
+// the calls it held).
 func (b *Breaker) ForceClosed(reason string) {
 	b.operate(ForcedClosed, "forced closed by operator", reason)
 }
 
-// Reset closes the breaker with an empty window and the cooldown growth forgotten.
+// Reset closes the breaker with an empty window, the cooldown growth and any
+// server-stated delay forgotten.
 func (b *Breaker) Reset(reason string) { b.operate(Closed, "reset by operator", reason) }
 
 func (b *Breaker) operate(to State, what, reason string) {
 	if reason != "" {
 		what += ": " + reason
 	}
+	now := b.preciseNanos()
 	b.mu.Lock()
-	b.transition(b.nanos(), to, CauseOperator, what)
+	b.transition(now, to, CauseOperator, what)
 	b.mu.Unlock()
 	b.deliver()
 }

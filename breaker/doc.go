@@ -3,22 +3,31 @@
 //
 // # States
 //
-// A breaker starts [Closed] and measures calls in a rolling, time-bucketed window. It
-// trips [Open] when both gates are crossed: the failure rate (or, optionally, the
-// share of slow calls) reaches its threshold AND the window holds at least
-// MinimumCalls calls. Five failures out of five calls, under a volume gate of twenty,
-// do not trip it; neither do five failures out of fifty thousand.
+// A breaker starts [Closed] and measures calls in a rolling window: time-based (Window
+// cut into Buckets; the default) or count-based (the last WindowCalls calls). After
+// every measured call in the closed state, a success as much as a failure, it trips
+// [Open] when both gates are crossed: the window holds at least MinimumCalls calls
+// (min(MinimumCalls, WindowCalls) for a count window) AND
+// float64(failures)/float64(calls) ≥ FailureRateThreshold (or, with slow calls
+// tracked, float64(slow)/float64(calls) ≥ SlowCallRateThreshold). Five failures out
+// of five calls, under a volume gate of twenty, do not trip it; neither do five
+// failures out of fifty thousand; three failures then a success, under a gate of four,
+// do.
 //
-// After the cooldown the next caller moves it [HalfOpen] and becomes the probe. Only
-// HalfOpenProbes callers (default one) get through, however many race for it; the
-// rest are rejected at once. Probes that all succeed close the breaker; one failure
-// reopens it with a fresh cooldown, which may grow with each failed probe. A probe is
-// a lease: if it never reports (its caller crashed or was cancelled), another probe may
-// go once the lease runs out.
+// After the cooldown the next caller moves it [HalfOpen] and becomes the probe.
+// HalfOpenProbes probes (default one) get through per half-open period, however many
+// race for them; the rest are rejected at once. A probe is a lease of ProbeLease: if
+// it has not reported when the lease runs out, its place goes to another probe and its
+// late report is dropped. Probes that all succeed close the breaker (its window
+// emptied); one failure, or one probe slower than SlowCallThreshold, reopens it with a
+// fresh cooldown: min(Cooldown × CooldownMultiplier^failedProbes × (1 + Jitter×U),
+// MaxCooldown).
 //
-// A delay the dependency asks for (Retry-After, RetryInfo) is a floor on the cooldown
-// and only ever moves the reopen time later. Operators can force a breaker open, force
-// it closed (switched off, still measuring) or reset it.
+// A delay the dependency asks for (Retry-After, RetryInfo), in any report, is a floor:
+// an open breaker's reopen time moves that late at once, and the next time it opens it
+// stays open at least that long; the breaker forgets it when it closes. Operators can
+// force a breaker open, force it closed (switched off, still measuring, window kept) or
+// reset it (closed, window emptied, cooldown growth and stated delays forgotten).
 //
 // # Two steps
 //
@@ -36,10 +45,14 @@
 //
 // # Cost
 //
-// In the closed state Allow is one atomic load and a success report is one atomic add
-// on a striped counter, reading a coarse monotonic clock (see package clock); neither
-// allocates or takes a lock, and concurrent callers on different cores write different
-// cache lines. Rejection by an open breaker is also lock-free and allocation-free.
+// In the closed state Allow is one atomic load and a success report is one
+// compare-and-swap on a striped counter, reading a coarse monotonic clock (see package
+// clock); neither allocates or takes a lock, and concurrent callers on different cores
+// write different cache lines. A success takes the breaker's lock only when it is the
+// first after its bucket ended, or while one more success could trip the breaker (the
+// failures already reach the threshold against MinimumCalls): at most MinimumCalls
+// successes in a row. Rejection by an open breaker is also lock-free and
+// allocation-free.
 //
 // # Time
 //

@@ -26,7 +26,8 @@ type OpenError struct {
 	// waits for an operator.
 	Until time.Time
 
-	now func() time.Time
+	now  func() time.Time
+	span time.Duration // the full wait that was set: a clock that jumped back cannot stretch it
 }
 
 func (e *OpenError) Error() string {
@@ -49,7 +50,7 @@ func (e *OpenError) RetryAfter() time.Duration {
 	if e.Until.IsZero() {
 		return 0
 	}
-	return max(0, e.Until.Sub(e.now()))
+	return max(0, min(e.Until.Sub(e.now()), e.span))
 }
 
 // RejectedLocally names the error class of a call stopped before it was sent

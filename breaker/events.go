@@ -35,7 +35,7 @@ func (b *Breaker) emit(now int64, from, to State, cause Cause, reason string) {
 		Reason:        reason,
 		At:            b.toTime(now),
 		Generation:    b.loadSG() >> genShift,
-		Window:        b.win.counts(b.stripes),
+		Window:        b.win.sums(),
 	}
 	if to == Open {
 		e.ReopenAt = b.toTime(b.reopenAt.Load())

@@ -76,3 +76,35 @@ func ExampleBreaker_ForceOpen() {
 	// true forced_open
 	// closed
 }
+
+// A count-based window: the last ten calls, however long ago they were made, so a tool
+// called twice an hour still trips on its recent history.
+func ExamplePolicy_windowCalls() {
+	fc := clock.NewFake(time.Time{})
+	b := breaker.MustNew(breaker.Config{Name: "ledger", Clock: fc,
+		Policy: breaker.Policy{WindowCalls: 10, MinimumCalls: 10, Jitter: -1}})
+	report := func(ok bool) {
+		p, err := b.Allow()
+		if err != nil {
+			panic(err)
+		}
+		if ok {
+			p.Success()
+		} else {
+			p.Failure()
+		}
+		fc.Advance(30 * time.Minute)
+	}
+	for range 6 {
+		report(true)
+	}
+	for range 4 {
+		report(false)
+	}
+	fmt.Println(b.State(), b.Snapshot().Window)
+	report(false) // pushes out the oldest success: 5 failures of the last 10
+	fmt.Println(b.State())
+	// Output:
+	// closed {10 4 0}
+	// open
+}

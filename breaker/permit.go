@@ -70,7 +70,13 @@ func (p *Permit) Report(r Report) {
 	if p.b == nil {
 		return
 	}
-	p.ReportAt(p.b.now(), r)
+	b := p.b
+	if r.Verdict == Success && p.sg&slowPathBits == 0 && r.RetryAfter <= 0 {
+		p.b = nil
+		b.success(p.sg, p.n) // the lock-free path, on the coarse clock
+		return
+	}
+	p.ReportAt(b.now(), r)
 }
 
 // ReportAt is Report with the time given by the caller.
@@ -81,8 +87,10 @@ func (p *Permit) ReportAt(now time.Time, r Report) {
 	}
 	p.b = nil
 	at := b.toNanos(now)
-	if r.Verdict == Success && p.sg&slowPathBits == 0 {
-		b.successAt(p.sg, at)
+	if r.Verdict == Success && p.sg&slowPathBits == 0 && r.RetryAfter <= 0 {
+		if b.loadSG() == p.sg {
+			b.successAt(p.sg, at)
+		}
 		return
 	}
 	b.report(p.sg, p.n, at, r)
@@ -93,97 +101,114 @@ func (b *Breaker) success(sg uint64, n int64) {
 	if b.loadSG() != sg {
 		return
 	}
+	if sg&slowPathBits != 0 { // a probe, or a timed call
+		b.report(sg, n, b.preciseNanos(), Report{Verdict: Success})
+		return
+	}
 	var now int64
 	if b.clk == nil {
 		now = clock.CoarseNanos()
 	} else {
 		now = b.clockNanos()
 	}
-	if sg&slowPathBits != 0 { // a probe, or a timed call
-		b.report(sg, n, now, Report{Verdict: Success})
-		return
-	}
-	if now >= b.bucketEnd.Load() {
-		b.rotate(now)
-	}
-	b.stripes.add()
+	b.successAt(sg, now)
 }
 
+// successAt counts a success of generation sg (already checked) at now: on the stripes
+// while now is inside the current bucket and no success could trip the breaker,
+// otherwise under the lock.
 func (b *Breaker) successAt(sg uint64, now int64) {
-	if b.loadSG() != sg {
-		return
-	}
 	if now >= b.bucketEnd.Load() {
-		b.rotate(now)
-	}
-	b.stripes.add()
-}
-
-// rotate slides the window when a bucket ended. If another goroutine holds the lock the
-// success goes into the stripes anyway and is folded with the next rotation.
-func (b *Breaker) rotate(now int64) {
-	if !b.mu.TryLock() {
+		b.successLocked(sg, now)
 		return
 	}
-	if State(b.loadSG() & stateMask).Admits() {
-		b.win.advance(now, b.stripes)
-		b.bucketEnd.Store(b.win.end())
+	hook(hookSuccessAfterGenCheck)
+	if c := b.stripes.add(tagOf(sg)); c%clock.RefreshEvery == 0 && b.clk == nil {
+		// Busy callers keep the coarse clock fresh even when its ticker is starved.
+		refreshClock()
 	}
-	b.mu.Unlock()
 }
 
-// report handles everything but the plain success: failures, slow calls, ignored calls
-// and probes.
+// successLocked counts a success under the lock: the window slides first (the stripes
+// are folded into the bucket they belong to before this success is added), and the gates
+// are evaluated, since this success may bring the window to MinimumCalls.
+func (b *Breaker) successLocked(sg uint64, now int64) {
+	b.mu.Lock()
+	if b.loadSG() != sg {
+		b.mu.Unlock()
+		return
+	}
+	b.measure(sg, now, Report{Verdict: Success}, false)
+	b.mu.Unlock()
+	b.deliver()
+}
+
+// report handles everything but the lock-free success: failures, slow calls, ignored
+// calls, probes and server-stated delays.
 func (b *Breaker) report(sg uint64, n, now int64, r Report) {
 	probe := State(sg&stateMask) == HalfOpen
-	if !probe && r.Verdict == Ignore {
+	if !probe && r.Verdict == Ignore && r.RetryAfter <= 0 {
 		return
 	}
 	b.mu.Lock()
-	if b.loadSG() != sg {
-		// A report from an earlier generation says nothing about the present, except
-		// that the dependency may have asked to be left alone for longer.
-		if r.Verdict == Failure && r.RetryAfter > 0 && b.State() == Open {
-			b.extendOpen(now, r.RetryAfter)
-		}
-		b.mu.Unlock()
-		b.deliver()
-		return
+	b.clamp(now)
+	if r.RetryAfter > 0 {
+		// Whatever the generation: a stated delay holds even when the report is stale.
+		b.noteRetryAfter(now, r.RetryAfter)
 	}
-	if probe {
-		b.reportProbe(uint64(n), now, r)
-	} else {
-		b.measure(now, r, b.slowNanos > 0 && r.Verdict != Ignore && now-n >= b.slowNanos)
+	if b.loadSG() == sg {
+		switch {
+		case probe:
+			b.reportProbe(uint64(n), now, r)
+		case r.Verdict != Ignore:
+			b.measure(sg, now, r, b.slowNanos > 0 && now-n >= b.slowNanos)
+		}
 	}
 	b.mu.Unlock()
 	b.deliver()
 }
 
-// measure records an ordinary call and trips the breaker when a gate is crossed.
-func (b *Breaker) measure(now int64, r Report, slow bool) {
-	b.win.advance(now, b.stripes)
-	b.bucketEnd.Store(b.win.end())
-	failed := r.Verdict == Failure
-	b.win.add(failed, slow)
-	if b.State() != Closed || (!failed && !slow) {
-		return // forced closed measures but never trips; a fast success cannot trip
-	}
-	c := b.win.counts(b.stripes)
-	if c.Calls < int64(b.policy.MinimumCalls) {
+// measure records an ordinary call of generation sg (checked, lock held), then evaluates
+// the gates: after every measured call in the closed state, the breaker trips when the
+// window holds at least MinimumCalls calls and the failure rate or the slow-call rate
+// reaches its threshold.
+func (b *Breaker) measure(sg uint64, now int64, r Report, slow bool) {
+	tag := tagOf(sg)
+	b.win.advance(now, b.stripes, tag)
+	b.win.fold(b.stripes, tag)
+	b.win.add(r.Verdict == Failure, slow)
+	st := State(sg & stateMask)
+	if st == Closed && b.evaluate(now) {
 		return
 	}
-	switch {
-	case failed && c.Failures*1e6 >= b.rateMicro*c.Calls:
-		b.open(now, CauseFailureRate, fmt.Sprintf("failure rate %s over %d calls ≥ %s",
-			percent(c.Failures, c.Calls), c.Calls, percentOf(b.policy.FailureRateThreshold)), r.RetryAfter)
-	case slow && c.SlowCalls*1e6 >= b.slowMicro*c.Calls:
-		b.open(now, CauseSlowCallRate, fmt.Sprintf("slow-call rate %s over %d calls ≥ %s (slow means ≥ %s)",
-			percent(c.SlowCalls, c.Calls), c.Calls, percentOf(b.policy.SlowCallRateThreshold), b.policy.SlowCallThreshold), r.RetryAfter)
-	}
+	b.publishEnd(st)
 }
 
-// reportProbe settles one half-open probe.
+// evaluate trips the breaker when both gates are crossed, and reports whether it did.
+// The stripes must have been folded.
+func (b *Breaker) evaluate(now int64) bool {
+	c := b.win.sums()
+	if c.Calls < b.minCalls {
+		return false
+	}
+	p := &b.policy
+	switch {
+	case rateReached(c.Failures, c.Calls, p.FailureRateThreshold):
+		b.open(now, CauseFailureRate, fmt.Sprintf("failure rate %s over %d calls ≥ %s",
+			percent(c.Failures, c.Calls), c.Calls, percentOf(p.FailureRateThreshold)))
+	case b.slowNanos > 0 && rateReached(c.SlowCalls, c.Calls, p.SlowCallRateThreshold):
+		b.open(now, CauseSlowCallRate, fmt.Sprintf("slow-call rate %s over %d calls ≥ %s (slow means ≥ %s)",
+			percent(c.SlowCalls, c.Calls), c.Calls, percentOf(p.SlowCallRateThreshold), p.SlowCallThreshold))
+	default:
+		return false
+	}
+	return true
+}
+
+// reportProbe settles one half-open probe. A probe whose lease ran out before it
+// reported has lost its slot: its report is dropped (a stated delay in it still counts).
 func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
+	b.expireLeases(now)
 	slot := -1
 	for i := range b.leases {
 		if b.leases[i].token == token {
@@ -192,9 +217,9 @@ func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 		}
 	}
 	if slot < 0 {
-		return // the lease ran out and the slot went to another probe
+		return // the lease ran out
 	}
-	start := b.leases[slot].deadline - int64(b.policy.ProbeLease)
+	start := b.leases[slot].start
 	slow := b.slowNanos > 0 && r.Verdict != Ignore && now-start >= b.slowNanos
 	b.leases[slot] = lease{}
 	switch {
@@ -203,11 +228,11 @@ func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 		b.updateProbeBusy()
 	case r.Verdict == Failure:
 		b.failedProbes++
-		b.open(now, CauseProbeFailed, "probe failed", r.RetryAfter)
+		b.open(now, CauseProbeFailed, "probe failed")
 	case slow:
 		b.failedProbes++
 		b.open(now, CauseProbeFailed, fmt.Sprintf("probe too slow (%s ≥ %s)",
-			time.Duration(now-start), b.policy.SlowCallThreshold), r.RetryAfter)
+			time.Duration(now-start), b.policy.SlowCallThreshold))
 	default:
 		b.succeeded++
 		if b.succeeded >= len(b.leases) {

@@ -21,10 +21,19 @@ type Policy struct {
 	// Buckets is how many slices the window is cut into; the window slides one bucket at a
 	// time. From 1 to 60, and Window/Buckets at least 50ms. Defaults to 10.
 	Buckets int
+	// WindowCalls, when > 0, makes the window count-based: the last WindowCalls calls,
+	// whenever they were made (resilience4j's COUNT_BASED sliding window); Window and
+	// Buckets are then ignored, and the volume gate is min(MinimumCalls, WindowCalls).
+	// At most 10000. Defaults to 0: the time-based window. A negative value also means
+	// the time-based window and, unlike 0, overrides a default that sets WindowCalls
+	// (dependencymap merges policies field by field, and 0 means "inherit" there).
+	WindowCalls int
 
 	// SlowCallThreshold marks a call slow when it takes at least this long; slow calls can
 	// trip the breaker through SlowCallRateThreshold, and a slow probe counts as a failed
-	// one. From 1ms to 10m. Defaults to 0, which turns slow-call tracking off.
+	// one. From 1ms to 10m. Defaults to 0, which turns slow-call tracking off. A negative
+	// value also turns it off and, unlike 0, overrides a default that turns it on
+	// (dependencymap merges policies field by field, and 0 means "inherit" there).
 	SlowCallThreshold time.Duration
 	// SlowCallRateThreshold trips the breaker when the share of slow calls in the window
 	// reaches it (and MinimumCalls is met). In (0, 1]. Defaults to 0.5. Unused when
@@ -132,6 +141,8 @@ func (p Policy) Validate() error {
 		return bad("FailureRateThreshold", p.FailureRateThreshold, "must be in (0, 1]")
 	case p.MinimumCalls < 1:
 		return bad("MinimumCalls", p.MinimumCalls, "must be at least 1")
+	case p.WindowCalls > 10000:
+		return bad("WindowCalls", p.WindowCalls, "must be at most 10000 (0 or negative: a time-based window)")
 	case p.Window < time.Second || p.Window > time.Hour:
 		return bad("Window", p.Window, "must be between 1s and 1h")
 	case p.Buckets < 1 || p.Buckets > 60:
@@ -140,8 +151,8 @@ func (p Policy) Validate() error {
 		// The coarse clock is about 1ms fine, but a saturated process can run its
 		// ticker late by a scheduler slice (10–20ms): narrower buckets would misfile calls.
 		return bad("Buckets", p.Buckets, "makes buckets shorter than 50ms for a window of "+p.Window.String())
-	case p.SlowCallThreshold != 0 && (p.SlowCallThreshold < time.Millisecond || p.SlowCallThreshold > 10*time.Minute):
-		return bad("SlowCallThreshold", p.SlowCallThreshold, "must be 0 (off) or between 1ms and 10m")
+	case p.SlowCallThreshold > 0 && (p.SlowCallThreshold < time.Millisecond || p.SlowCallThreshold > 10*time.Minute):
+		return bad("SlowCallThreshold", p.SlowCallThreshold, "must be 0 or negative (off) or between 1ms and 10m")
 	case !rate(p.SlowCallRateThreshold):
 		return bad("SlowCallRateThreshold", p.SlowCallRateThreshold, "must be in (0, 1]")
 	case p.Cooldown < 10*time.Millisecond || p.Cooldown > 24*time.Hour:

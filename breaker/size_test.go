@@ -11,7 +11,7 @@ func breakerBytes(p Policy) int {
 	var b Breaker
 	return sizeClass(int(unsafe.Sizeof(b))) +
 		stripeCount*8 + // its column of the shared stripe arena
-		sizeClass(p.Buckets*int(unsafe.Sizeof(bucket{}))) +
+		windowBytes(p) +
 		sizeClass(p.HalfOpenProbes*int(unsafe.Sizeof(lease{})))
 }
 
@@ -24,4 +24,17 @@ func sizeClass(n int) int {
 		}
 	}
 	return n
+}
+
+// windowBytes is the memory of the window's ring: buckets, or bits for a count window.
+func windowBytes(p Policy) int {
+	if p.WindowCalls > 0 {
+		words := (p.WindowCalls + 63) / 64
+		n := sizeClass(words * 8)
+		if p.SlowCallThreshold > 0 {
+			n *= 2
+		}
+		return n
+	}
+	return sizeClass(p.Buckets * int(unsafe.Sizeof(bucket{})))
 }

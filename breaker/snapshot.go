@@ -29,20 +29,25 @@ func (b *Breaker) SnapshotAt(now time.Time) Snapshot {
 	n := b.toNanos(now)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.clamp(n)
 	sg := b.loadSG()
-	if State(sg & stateMask).Admits() {
+	switch st := State(sg & stateMask); {
+	case st.Admits():
 		// Slide the window to now, so a dependency that went quiet after an incident
 		// stops reporting the incident's failures once they are older than the window.
-		b.win.advance(n, b.stripes)
-		b.bucketEnd.Store(b.win.end())
+		b.win.advance(n, b.stripes, tagOf(sg))
+		b.win.fold(b.stripes, tagOf(sg))
+		b.publishEnd(st)
+	case st == HalfOpen:
+		b.expireLeases(n) // a lease that ran out is not in flight
 	}
 	s := Snapshot{
 		Name:          b.name,
 		PolicyVersion: b.policy.Version,
 		State:         State(sg & stateMask),
 		Generation:    sg >> genShift,
-		Window:        b.win.counts(b.stripes),
-		RetryAfter:    b.retryAfter(n),
+		Window:        b.win.sums(),
+		RetryAfter:    b.retryAfterLocked(n),
 		FailedProbes:  b.failedProbes,
 		ExpiredProbes: b.expired,
 	}
@@ -69,19 +74,40 @@ func (b *Breaker) RetryAfterAt(now time.Time) time.Duration {
 }
 
 func (b *Breaker) retryAfter(now int64) time.Duration {
-	var until int64
+	d, clamped := b.retryAfterUnclamped(now)
+	if !clamped {
+		// The clock went backwards past a deadline's span: clamp it, as Allow would, so
+		// the answer and the next Allow agree.
+		b.mu.Lock()
+		b.clamp(now)
+		b.mu.Unlock()
+		d, _ = b.retryAfterUnclamped(now)
+	}
+	return d
+}
+
+// retryAfterLocked is retryAfter for a caller that holds the lock and has clamped.
+func (b *Breaker) retryAfterLocked(now int64) time.Duration {
+	d, _ := b.retryAfterUnclamped(now)
+	return d
+}
+
+// retryAfterUnclamped is the wait until the next call may go, never more than the span
+// that was set; ok is false when the deadline lies further than that span.
+func (b *Breaker) retryAfterUnclamped(now int64) (d time.Duration, ok bool) {
+	var until, span int64
 	switch b.State() {
 	case Open:
-		until = b.reopenAt.Load()
+		until, span = b.reopenAt.Load(), b.openSpan.Load()
 	case HalfOpen:
-		until = b.probeBusy.Load()
+		until, span = b.probeBusy.Load(), int64(b.policy.ProbeLease)
 	default:
-		return 0
+		return 0, true
 	}
 	if until <= now { // also keeps the "no probe busy" sentinel (MinInt64) from overflowing
-		return 0
+		return 0, true
 	}
-	return time.Duration(until - now)
+	return time.Duration(min(until-now, span)), until-now <= span
 }
 
 // RetryAfterSeconds is RetryAfter rounded up to whole seconds, as payloads carry it.

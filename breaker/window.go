@@ -1,25 +1,36 @@
 package breaker
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 )
 
 // The rolling window. Failures and slow calls are rare and go through the breaker's
-// mutex into a ring of buckets. Successes are the hot path: they are added to one of
-// the breaker's striped counters and folded into the ring when the current bucket ends,
-// so concurrent callers on different cores do not write the same cache line.
+// mutex. Successes are the hot path: they are added to one of the breaker's striped
+// counters and folded into the window under the mutex, so concurrent callers on
+// different cores do not write the same cache line.
 //
 // The stripes live in a shared arena rather than in each breaker: one arena chunk holds
 // stripeCount cache lines, and line i holds stripe i of eight breakers. A breaker then
 // costs 8 bytes per stripe instead of a padded 64, which is what keeps it under 1 KiB
 // with sixteen stripes, and callers only contend when their goroutines pick the same
 // stripe, whichever breakers they call.
+//
+// Each stripe word is tag<<tagShift | count. The tag is the low bits of the breaker's
+// generation: a transition retags every stripe (taking its count) before it publishes
+// the new generation, and a success only counts if its stripe still carries the tag of
+// the generation its permit was granted in. So a success that checked the generation
+// just before a transition either lands before the retag (and is taken with the old
+// period) or finds a new tag and is dropped: it can never leak into the next period.
 
 const (
 	stripeCount = 16 // a power of two
 	arenaCols   = 8  // breakers per chunk: one 64-byte line holds a stripe of each
+	tagShift    = 40 // a stripe counts up to 2^40 calls between folds
+	countMask   = 1<<tagShift - 1
+	tagMask     = 1<<(64-tagShift) - 1
 )
 
 type arenaChunk [stripeCount][arenaCols]atomic.Int64
@@ -61,8 +72,38 @@ func releaseStripes(s stripes) {
 
 func (s stripes) at(i int) *atomic.Int64 { return &s.chunk[i][s.col] }
 
-// add counts one success on the caller's stripe.
-func (s stripes) add() { s.chunk[stripeIndex()][s.col&(arenaCols-1)].Add(1) } // the mask drops a bounds check
+// mine is the caller's stripe. The mask drops a bounds check.
+func (s stripes) mine() *atomic.Int64 { return &s.chunk[stripeIndex()][s.col&(arenaCols-1)] }
+
+// add counts one success on the caller's stripe if the stripe still carries tag. It
+// returns the stripe's new count, or -1 when the success was dropped (a transition
+// retagged the stripe after the caller checked its generation).
+func (s stripes) add(tag uint64) int64 {
+	c := s.mine()
+	for {
+		v := c.Load()
+		if uint64(v)>>tagShift != tag {
+			return -1
+		}
+		if c.CompareAndSwap(v, v+1) {
+			return (v + 1) & countMask
+		}
+	}
+}
+
+// bump counts one rejection of an open or half-open breaker. Rejections are counted
+// only so that busy rejecting callers refresh the coarse clock now and then; the counts
+// are discarded when the breaker leaves the state.
+func (s stripes) bump() int64 { return s.mine().Add(1) & countMask }
+
+// take empties every stripe, gives it tag, and returns the counts it held.
+func (s stripes) take(tag uint64) int64 {
+	var sum int64
+	for i := range stripeCount {
+		sum += s.at(i).Swap(int64(tag<<tagShift)) & countMask
+	}
+	return sum
+}
 
 // stripeIndex picks a stripe from the address of the caller's stack. Goroutines have
 // separate stacks (2 KiB apart at the least), so bits 11 and up differ between
@@ -74,27 +115,41 @@ func stripeIndex() int {
 	return int(uintptr(unsafe.Pointer(&marker))>>11) & (stripeCount - 1)
 }
 
-// bucket counts one slice of the window. uint32 keeps the ring small; a bucket would
-// need four billion failures to wrap.
+// bucket counts one slice of a time window. 64-bit counters cannot wrap.
 type bucket struct {
-	successes uint32 // successes folded in from the stripes, plus slow successes
-	failures  uint32
-	slow      uint32
+	successes, failures, slow uint64
 }
 
-// window is guarded by the breaker's mutex, except for the stripes and the bucket end,
-// which the hot path reads and writes atomically.
+// window is guarded by the breaker's mutex, except for the stripes, which the hot path
+// writes atomically. It is time-based (a ring of buckets) or, when size > 0,
+// count-based (the last size calls).
 type window struct {
+	// Time-based.
 	width    int64 // bucket width in nanoseconds
 	buckets  []bucket
 	cur      int   // index of the current bucket
 	curStart int64 // start of the current bucket
 
-	// Sums over the ring. Successes still sitting in the stripes are not in them.
+	// Count-based: call number i (counted from 0 since the last reset) sits in bit
+	// i%size of failBits and slowBits.
+	size     int64
+	total    int64 // calls recorded since the last reset
+	failBits []uint64
+	slowBits []uint64
+
+	// Sums over the window. Successes still sitting in the stripes are not in them.
 	successes, failures, slow int64
 }
 
 func newWindow(p Policy, now int64) window {
+	if p.WindowCalls > 0 {
+		words := (p.WindowCalls + 63) / 64
+		w := window{size: int64(p.WindowCalls), failBits: make([]uint64, words)}
+		if p.SlowCallThreshold > 0 {
+			w.slowBits = make([]uint64, words)
+		}
+		return w
+	}
 	return window{
 		width:    int64(p.Window) / int64(p.Buckets),
 		buckets:  make([]bucket, p.Buckets),
@@ -102,29 +157,75 @@ func newWindow(p Policy, now int64) window {
 	}
 }
 
-func (w *window) end() int64 { return w.curStart + w.width }
+// end is when the current bucket ends: the first instant a success must take the
+// breaker's lock to slide the window. A count window never slides with time.
+func (w *window) end() int64 {
+	if w.size > 0 {
+		return math.MaxInt64
+	}
+	return w.curStart + w.width
+}
 
-// fold moves the striped successes into the current bucket.
-func (w *window) fold(s stripes) {
-	var sum int64
-	for i := range stripeCount {
-		if c := s.at(i); c.Load() != 0 {
-			sum += c.Swap(0)
+// fold moves the striped successes into the window (the current bucket, or the next
+// positions of a count window). tag is the breaker's current tag, which the stripes keep.
+func (w *window) fold(s stripes, tag uint64) {
+	n := s.take(tag)
+	if n == 0 {
+		return
+	}
+	if w.size > 0 {
+		w.push(n)
+		w.successes += min(n, w.size)
+		return
+	}
+	w.buckets[w.cur].successes += uint64(n)
+	w.successes += n
+}
+
+// push makes room for n calls at the end of a count window: the n oldest positions are
+// forgotten, and whatever they counted leaves the sums.
+func (w *window) push(n int64) {
+	if n >= w.size {
+		// Every position is overwritten.
+		w.successes, w.failures, w.slow = 0, 0, 0
+		clear(w.failBits)
+		clear(w.slowBits)
+		w.total += n
+		return
+	}
+	for i := w.total; i < w.total+n; i++ {
+		if i >= w.size { // position i%size holds call i-size, which now leaves
+			w.forget(i % w.size)
 		}
 	}
-	if sum > 0 {
-		w.buckets[w.cur].successes += uint32(sum)
-		w.successes += sum
+	w.total += n
+}
+
+// forget drops the call held at position pos of a count window from the sums.
+func (w *window) forget(pos int64) {
+	word, bit := pos>>6, uint64(1)<<(pos&63)
+	failed := w.failBits[word]&bit != 0
+	if failed {
+		w.failBits[word] &^= bit
+		w.failures--
+	} else {
+		w.successes--
+	}
+	if w.slowBits != nil && w.slowBits[word]&bit != 0 {
+		w.slowBits[word] &^= bit
+		w.slow--
 	}
 }
 
-// advance folds the stripes and slides the window so that now falls in the current
-// bucket. A clock that went backwards slides nothing.
-func (w *window) advance(now int64, stripes stripes) {
-	if now < w.end() {
+// advance folds the stripes and slides a time window so that now falls in the current
+// bucket. An earlier reading slides nothing: it is usually a reading taken before the
+// caller got the lock, older than the one that last slid the window.
+func (w *window) advance(now int64, s stripes, tag uint64) {
+	if w.size > 0 || now < w.end() {
 		return
 	}
-	w.fold(stripes)
+	hook(hookRotateBeforeFold)
+	w.fold(s, tag)
 	steps := (now - w.curStart) / w.width
 	if steps >= int64(len(w.buckets)) {
 		clear(w.buckets)
@@ -145,8 +246,24 @@ func (w *window) advance(now int64, stripes stripes) {
 	w.curStart += steps * w.width
 }
 
-// add records one measured call in the current bucket.
+// add records one measured call.
 func (w *window) add(failed, slow bool) {
+	if w.size > 0 {
+		w.push(1)
+		pos := (w.total - 1) % w.size
+		word, bit := pos>>6, uint64(1)<<(pos&63)
+		if failed {
+			w.failBits[word] |= bit
+			w.failures++
+		} else {
+			w.successes++
+		}
+		if slow && w.slowBits != nil {
+			w.slowBits[word] |= bit
+			w.slow++
+		}
+		return
+	}
 	b := &w.buckets[w.cur]
 	if failed {
 		b.failures++
@@ -161,13 +278,13 @@ func (w *window) add(failed, slow bool) {
 	}
 }
 
-// reset empties the window and starts its first bucket at now.
-func (w *window) reset(now int64, s stripes) {
-	for i := range stripeCount {
-		s.at(i).Store(0)
-	}
+// reset empties the window and starts it at now. The stripes are emptied by the
+// transition that resets the window.
+func (w *window) reset(now int64) {
 	clear(w.buckets)
-	w.cur = 0
+	clear(w.failBits)
+	clear(w.slowBits)
+	w.cur, w.total = 0, 0
 	w.curStart = now
 	w.successes, w.failures, w.slow = 0, 0, 0
 }
@@ -179,11 +296,7 @@ type Counts struct {
 	SlowCalls int64
 }
 
-// counts sums the ring and the stripes.
-func (w *window) counts(s stripes) Counts {
-	var pending int64
-	for i := range stripeCount {
-		pending += s.at(i).Load()
-	}
-	return Counts{Calls: w.successes + pending + w.failures, Failures: w.failures, SlowCalls: w.slow}
+// sums returns the window's counts without the successes still in the stripes.
+func (w *window) sums() Counts {
+	return Counts{Calls: w.successes + w.failures, Failures: w.failures, SlowCalls: w.slow}
 }

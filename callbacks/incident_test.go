@@ -69,7 +69,8 @@ func TestSeedIncidentInMiniature(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 3, 1, 14, 0, 0, 0, time.UTC))
 	var tr transitions
 	deps := dependencymap.MustNew(dependencymap.Config{
-		Default: breaker.Policy{FailureRateThreshold: 0.5, MinimumCalls: 20, Window: time.Minute, Cooldown: 30 * time.Second, Jitter: -1},
+		Default: breaker.Policy{FailureRateThreshold: 0.5, MinimumCalls: 20, Window: time.Minute, Cooldown: 30 * time.Second, Jitter: -1,
+			CooldownMultiplier: 1}, // the document's fixed 30-second cool-down (tools now back off by default)
 		Dependencies: map[string]dependencymap.Dependency{
 			"enrichment": {Tools: []string{"enrich_company"}},
 		},

@@ -104,3 +104,19 @@ func TestFakeClock(t *testing.T) {
 	require.Same(t, f, OrSystem(f))
 	require.WithinDuration(t, time.Now(), System().Now(), time.Second)
 }
+
+// Issue 10 (g): with its ticker starved of CPU the coarse clock stayed at its last
+// reading; a precise reading now publishes itself to every coarse reader.
+func TestPreciseReadingRefreshesAStarvedCoarseClock(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(100)
+	c := &coarse{start: func(*coarse) {}, now: now.Load} // the ticker never runs
+	require.EqualValues(t, 100, c.nanos())
+	now.Store(5_000_000)
+	require.EqualValues(t, 100, c.nanos(), "stale while nothing refreshes it")
+	require.EqualValues(t, 5_000_000, c.refresh())
+	require.EqualValues(t, 5_000_000, c.nanos())
+	now.Store(4_000_000) // a precise reading never moves coarse time backwards
+	require.EqualValues(t, 5_000_000, c.refresh())
+}

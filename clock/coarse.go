@@ -22,6 +22,7 @@ type coarse struct {
 	used    atomic.Bool  // set by readers, cleared by the ticker each tick
 	running atomic.Bool  // the ticker goroutine is alive
 	start   func(*coarse)
+	now     func() int64 // a precise reading; nil means time.Since(base)
 
 	// beforeStop, when set by a test, runs where a reader can race the ticker's shutdown.
 	beforeStop func()
@@ -50,6 +51,26 @@ func CoarseNanos() int64 {
 	return system.wake()
 }
 
+// PreciseNanos reads the system's monotonic clock, publishes the reading to the coarse
+// clock (so coarse readers after it see at least this instant) and returns it. Paths that
+// decide something from a reading (a state change, a deadline, a timed call) use it, and
+// busy hot paths call it now and then (see [RefreshEvery]) so that the coarse clock stays
+// fresh even when its ticker cannot get a CPU. It is safe for concurrent use and
+// allocates nothing; it costs one monotonic clock read (tens of nanoseconds).
+func PreciseNanos() int64 { return system.refresh() }
+
+// RefreshEvery is how often, in calls, a busy hot-path counter refreshes the coarse clock
+// with a precise reading: callers that count events on a striped counter call
+// [PreciseNanos] when their stripe's count is a multiple of it. It bounds the coarse
+// clock's staleness by traffic when the ticker is starved of CPU.
+const RefreshEvery = 256
+
+func (c *coarse) refresh() int64 {
+	n := c.read()
+	c.storeLater(n)
+	return max(n, c.cached.Load())
+}
+
 func (c *coarse) nanos() int64 {
 	if c.used.Load() {
 		return c.cached.Load()
@@ -60,7 +81,7 @@ func (c *coarse) nanos() int64 {
 // wake runs on the first read after a tick, or after the ticker stopped: it publishes a
 // precise reading, marks the clock used and makes sure the ticker runs.
 func (c *coarse) wake() int64 {
-	c.storeLater(int64(time.Since(base)))
+	c.storeLater(c.read())
 	c.used.Store(true)
 	// Pairs with the ticker's shutdown: the ticker clears running and then checks used;
 	// we set used and then check running. One of the two sees the other's write.
@@ -68,6 +89,13 @@ func (c *coarse) wake() int64 {
 		c.start(c)
 	}
 	return c.cached.Load()
+}
+
+func (c *coarse) read() int64 {
+	if c.now != nil {
+		return c.now()
+	}
+	return int64(time.Since(base)) // base carries a monotonic reading: one clock read
 }
 
 // storeLater publishes n unless a later reading is already there, so coarse time never
@@ -86,7 +114,7 @@ func (c *coarse) storeLater(n int64) {
 func (c *coarse) tick(ticks <-chan time.Time, idleLimit int) {
 	idle := 0
 	for range ticks {
-		c.storeLater(int64(time.Since(base)))
+		c.storeLater(c.read())
 		if c.used.Swap(false) {
 			idle = 0
 			continue

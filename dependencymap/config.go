@@ -31,7 +31,7 @@ func (u Unannotated) String() string {
 // Config describes the dependencies of an agent and their policies.
 type Config struct {
 	// Default is the policy of every dependency that does not set its own. Zero fields
-	// take the breaker package's defaults.
+	// take DefaultToolPolicy's values, then the breaker package's defaults.
 	Default breaker.Policy
 	// ModelDefault is the policy of every model endpoint that does not set its own.
 	// Zero fields take DefaultModelPolicy's values, then the breaker defaults.
@@ -56,7 +56,9 @@ type Config struct {
 	ExemptTools []string
 	// MaxDependencies caps how many breakers may be created on demand (unannotated tools
 	// and unlisted model endpoints), so a stream of tool names a model invents cannot grow
-	// the map without bound. Defaults to 1000.
+	// the map without bound. In the shared and exempt modes it also caps how many
+	// unannotated tool names are remembered for lock-free lookup; later names get the
+	// same answer (the shared breaker, or none) without being remembered. Defaults to 1000.
 	MaxDependencies int
 
 	// Clock is given to every breaker. Defaults to the system clock.
@@ -82,6 +84,15 @@ type ModelEndpoint struct {
 	Region string
 	// Policy overrides ModelDefault field by field.
 	Policy breaker.Policy
+}
+
+// DefaultToolPolicy holds the defaults of tool dependencies that differ from the breaker
+// package's: the cooldown doubles after each failed probe (30s, 1m, 2m, 4m), capped at
+// MaxCooldown (the larger of Cooldown and 5m), so a dependency that stays down is probed
+// less and less often. Set CooldownMultiplier to 1 (in Default or per dependency) for a
+// fixed cooldown.
+var DefaultToolPolicy = breaker.Policy{
+	CooldownMultiplier: 2,
 }
 
 // DefaultModelPolicy holds the conservative defaults for model endpoints: a wider window,
@@ -121,6 +132,7 @@ func merge(base, over breaker.Policy) breaker.Policy {
 	set(&base.FailureRateThreshold, over.FailureRateThreshold)
 	setInt(&base.MinimumCalls, over.MinimumCalls)
 	setInt(&base.Buckets, over.Buckets)
+	setInt(&base.WindowCalls, over.WindowCalls) // negative: time-based, overriding base
 	set(&base.SlowCallRateThreshold, over.SlowCallRateThreshold)
 	set(&base.CooldownMultiplier, over.CooldownMultiplier)
 	set(&base.Jitter, over.Jitter)
@@ -128,7 +140,7 @@ func merge(base, over breaker.Policy) breaker.Policy {
 	if over.Window != 0 {
 		base.Window = over.Window
 	}
-	if over.SlowCallThreshold != 0 {
+	if over.SlowCallThreshold != 0 { // negative: off, overriding base
 		base.SlowCallThreshold = over.SlowCallThreshold
 	}
 	if over.Cooldown != 0 {

@@ -46,10 +46,14 @@ type FileModel struct {
 
 // FilePolicy is breaker.Policy on disk. Absent fields inherit.
 type FilePolicy struct {
-	FailureRateThreshold  float64 `json:"failure_rate_threshold" yaml:"failure_rate_threshold"`
-	MinimumCalls          int     `json:"minimum_calls" yaml:"minimum_calls"`
-	Window                string  `json:"window" yaml:"window"`
-	Buckets               int     `json:"buckets" yaml:"buckets"`
+	FailureRateThreshold float64 `json:"failure_rate_threshold" yaml:"failure_rate_threshold"`
+	MinimumCalls         int     `json:"minimum_calls" yaml:"minimum_calls"`
+	Window               string  `json:"window" yaml:"window"`
+	Buckets              int     `json:"buckets" yaml:"buckets"`
+	// WindowCalls is a number of calls (a count-based window) or "off" (the time-based
+	// window, overriding a default that sets a count); absent or 0 inherits.
+	WindowCalls IntOrOff `json:"window_calls" yaml:"window_calls"`
+	// SlowCallThreshold is a duration or "off"; absent inherits.
 	SlowCallThreshold     string  `json:"slow_call_threshold" yaml:"slow_call_threshold"`
 	SlowCallRateThreshold float64 `json:"slow_call_rate_threshold" yaml:"slow_call_rate_threshold"`
 	Cooldown              string  `json:"cooldown" yaml:"cooldown"`
@@ -92,6 +96,14 @@ func ParseYAML(data []byte) (Config, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("dependencymap: yaml: %w", err)
 	}
+	// One document only: a second one would be silently ignored.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return Config{}, fmt.Errorf("dependencymap: yaml: after the first document: %w", err)
+		}
+		return Config{}, fmt.Errorf("dependencymap: yaml: a second document starts at line %d: want exactly one", extra.Line)
+	}
 	return f.Config()
 }
 
@@ -102,6 +114,11 @@ func ParseJSON(data []byte) (Config, error) {
 	var f File
 	if err := dec.Decode(&f); err != nil {
 		return Config{}, fmt.Errorf("dependencymap: json: %w", err)
+	}
+	// Nothing may follow the object: `{}0` or a second object would be silently ignored.
+	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+		return Config{}, fmt.Errorf("dependencymap: json: unexpected data after the top-level value at offset %d: %q",
+			off, truncate(bytes.TrimSpace(data[off:]), 20))
 	}
 	return f.Config()
 }
@@ -156,6 +173,18 @@ func (f File) Config() (Config, error) {
 	return cfg, nil
 }
 
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
+
+// Off is the value that switches off, for one dependency, a feature its default policy
+// turns on: `slow_call_threshold: off` turns slow-call tracking off, `window_calls: off`
+// makes the window time-based again. An absent field (or 0) inherits.
+const Off = "off"
+
 func (fp FilePolicy) policy(where string) (breaker.Policy, error) {
 	p := breaker.Policy{
 		FailureRateThreshold:  fp.FailureRateThreshold,
@@ -179,15 +208,66 @@ func (fp FilePolicy) policy(where string) (breaker.Policy, error) {
 		{"probe_lease", fp.ProbeLease, &p.ProbeLease},
 		{"max_retry_after", fp.MaxRetryAfter, &p.MaxRetryAfter},
 	}
+	p.WindowCalls = fp.WindowCalls.value()
+	if fp.SlowCallThreshold == Off {
+		p.SlowCallThreshold = -1 // off, and not inherited
+	}
 	for _, d := range durations {
-		if d.in == "" {
+		if d.in == "" || d.in == Off && d.name == "slow_call_threshold" {
 			continue
 		}
 		v, err := time.ParseDuration(d.in)
 		if err != nil || v <= 0 {
-			return breaker.Policy{}, fmt.Errorf("dependencymap: %s.%s = %q: want a positive duration such as \"30s\"", where, d.name, d.in)
+			want := `a positive duration such as "30s"`
+			if d.name == "slow_call_threshold" {
+				want += ` or "off"`
+			}
+			return breaker.Policy{}, fmt.Errorf("dependencymap: %s.%s = %q: want %s", where, d.name, d.in, want)
 		}
 		*d.out = v
 	}
 	return p, nil
+}
+
+// IntOrOff is a count in a configuration file, or the word "off" (stored as -1).
+type IntOrOff int
+
+func (v IntOrOff) value() int { return int(v) }
+
+// UnmarshalJSON accepts a number or "off".
+func (v *IntOrOff) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if s != Off {
+			return fmt.Errorf("%q: want a number or \"off\"", s)
+		}
+		*v = -1
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("%s: want a number or \"off\"", b)
+	}
+	if n < 0 {
+		return fmt.Errorf("%d: want a positive number or \"off\"", n)
+	}
+	*v = IntOrOff(n)
+	return nil
+}
+
+// UnmarshalYAML accepts a number or off.
+func (v *IntOrOff) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind == yaml.ScalarNode && node.Value == Off {
+		*v = -1
+		return nil
+	}
+	var n int
+	if err := node.Decode(&n); err != nil {
+		return fmt.Errorf("line %d: %q: want a number or off", node.Line, node.Value)
+	}
+	if n < 0 {
+		return fmt.Errorf("line %d: %d: want a positive number or off", node.Line, n)
+	}
+	*v = IntOrOff(n)
+	return nil
 }

@@ -19,10 +19,14 @@ var ErrTooManyDependencies = errors.New("dependencymap: too many dependencies")
 // Map holds the breakers of an agent's dependencies. It is safe for concurrent use;
 // lookups take no lock and allocate nothing once a key exists.
 type Map struct {
-	cfg      Config
-	snap     atomic.Pointer[snapshot]
-	mu       sync.Mutex // serialises copy-on-write updates of snap
-	onDemand int        // breakers created on demand, guarded by mu
+	cfg         Config
+	toolDefault breaker.Policy // DefaultToolPolicy under cfg.Default
+	snap        atomic.Pointer[snapshot]
+	mu          sync.Mutex // serialises copy-on-write updates of snap
+	onDemand    int        // breakers created on demand, guarded by mu
+	// remembered counts the unannotated tool names recorded in shared and exempt modes;
+	// at most MaxDependencies are.
+	remembered atomic.Int64
 }
 
 // snapshot is immutable once published.
@@ -52,13 +56,13 @@ func New(cfg Config) (*Map, error) {
 	default:
 		return nil, fmt.Errorf("dependencymap: Unannotated = %d: must be own_key, shared or exempt", cfg.Unannotated)
 	}
-	if err := checkPolicy("default policy", merge(breaker.Policy{}, cfg.Default)); err != nil {
+	if err := checkPolicy("default policy", merge(DefaultToolPolicy, cfg.Default)); err != nil {
 		return nil, err
 	}
 	if err := checkPolicy("model default policy", merge(DefaultModelPolicy, cfg.ModelDefault)); err != nil {
 		return nil, err
 	}
-	m := &Map{cfg: cfg}
+	m := &Map{cfg: cfg, toolDefault: merge(DefaultToolPolicy, cfg.Default)}
 	s := &snapshot{
 		tools:  map[string]*breaker.Breaker{},
 		hosts:  map[string]*breaker.Breaker{},
@@ -77,7 +81,7 @@ func New(cfg Config) (*Map, error) {
 		if key == "" {
 			return nil, errors.New(`dependencymap: Dependencies[""]: dependency key is empty`)
 		}
-		b, err := m.newBreaker(key, merge(cfg.Default, dep.Policy), fmt.Sprintf("dependency %q", key))
+		b, err := m.newBreaker(key, merge(m.toolDefault, dep.Policy), fmt.Sprintf("dependency %q", key))
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +110,7 @@ func New(cfg Config) (*Map, error) {
 	}
 	if cfg.Unannotated == SharedKey {
 		if _, ok := s.keys[cfg.UnannotatedKey]; !ok {
-			b, err := m.newBreaker(cfg.UnannotatedKey, cfg.Default, "unannotated tools")
+			b, err := m.newBreaker(cfg.UnannotatedKey, m.toolDefault, "unannotated tools")
 			if err != nil {
 				return nil, err
 			}
@@ -200,6 +204,15 @@ func (m *Map) addTool(tool string) (*breaker.Breaker, error) {
 	if tool == "" {
 		return nil, errors.New(`dependencymap: tool name "" is empty`)
 	}
+	if m.cfg.Unannotated != OwnKey && m.remembered.Load() >= int64(m.cfg.MaxDependencies) {
+		// Shared and exempt tools need no breaker of their own: past the cap their names
+		// are answered without being remembered, so invented names cannot grow the map
+		// (each name remembered costs a copy of it).
+		if m.cfg.Unannotated == SharedKey {
+			return m.snap.Load().keys[m.cfg.UnannotatedKey], nil
+		}
+		return nil, nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.snap.Load()
@@ -225,10 +238,13 @@ func (m *Map) addTool(tool string) (*breaker.Breaker, error) {
 				ErrTooManyDependencies, tool, m.onDemand+1, m.cfg.MaxDependencies)
 		}
 		var err error
-		if b, err = m.newBreaker(tool, m.cfg.Default, fmt.Sprintf("tool %q", tool)); err != nil {
+		if b, err = m.newBreaker(tool, m.toolDefault, fmt.Sprintf("tool %q", tool)); err != nil {
 			return nil, err
 		}
 		m.onDemand++
+	}
+	if m.cfg.Unannotated != OwnKey {
+		m.remembered.Add(1)
 	}
 	next := s.clone()
 	next.tools[tool] = b

@@ -281,3 +281,40 @@ func TestConcurrentLookupsAndCreation(t *testing.T) {
 	}
 	require.Len(t, m.Breakers(), 1+50+5)
 }
+
+// Issue 15 (i): in the shared and exempt modes every new tool name cloned the dependency
+// map, with no cap: a model inventing names grew it (and the cost of each clone)
+// without bound.
+func TestIssue15iInventedNamesAreCappedInSharedAndExemptModes(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []Unannotated{SharedKey, Exempt} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			cfg := crmConfig()
+			cfg.Unannotated, cfg.UnannotatedKey, cfg.MaxDependencies = mode, "misc", 50
+			m := MustNew(cfg)
+			shared, _ := m.Get("misc")
+			for i := range 20_000 {
+				b, err := m.ForTool(fmt.Sprintf("invented_%d", i))
+				require.NoError(t, err)
+				if mode == SharedKey {
+					require.Same(t, shared, b, "every unannotated tool shares one breaker")
+				} else {
+					require.Nil(t, b, "unannotated tools are exempt")
+				}
+			}
+			s := m.snap.Load()
+			require.LessOrEqual(t, len(s.tools), 50+len(cfg.ExemptTools)+3, "at most MaxDependencies names remembered")
+			require.LessOrEqual(t, len(s.toolOf), 50+3)
+			b, err := m.ForTool("lookup_customer")
+			require.NoError(t, err)
+			crm, _ := m.Get("crm")
+			require.Same(t, crm, b, "configured tools are not affected")
+			key, guarded := m.DependencyOf("invented_19999")
+			require.Equal(t, mode == SharedKey, guarded)
+			if guarded {
+				require.Equal(t, "misc", key)
+			}
+		})
+	}
+}

@@ -72,8 +72,9 @@ func TestOpenStretchSpansFailedProbes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	deps := dependencymap.MustNew(dependencymap.Config{
-		Clock:         f.clock,
-		Dependencies:  map[string]dependencymap.Dependency{"crm": {Policy: breaker.Policy{MinimumCalls: 1, Cooldown: 30 * time.Second, Jitter: -1}}},
+		Clock: f.clock,
+		Dependencies: map[string]dependencymap.Dependency{"crm": {Policy: breaker.Policy{MinimumCalls: 1, Cooldown: 30 * time.Second, Jitter: -1,
+			CooldownMultiplier: 1}}}, // fixed 30-second periods (tools now back off by default)
 		OnStateChange: []func(breaker.Event){f.tel.BreakerEvent},
 	})
 	f.tel.Watch(deps)
