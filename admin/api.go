@@ -13,6 +13,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/redact"
+
 	"github.com/agentbreaker/agentbreaker/breaker"
 )
 
@@ -223,8 +226,10 @@ func (h *Handler) journalList(w http.ResponseWriter, r *http.Request) {
 	}
 	intents, err := h.journal.Pending(r.Context())
 	if err != nil {
-		h.log.Error("agentbreaker admin: listing journal intents failed", "error", err.Error())
-		writeError(w, http.StatusBadGateway, "listing journal intents: "+err.Error())
+		// A database's error can quote what it stores: the log gets a fingerprint,
+		// the response fixed text.
+		h.log.Error("agentbreaker admin: listing journal intents failed", redact.ErrorAttr("error", err))
+		writeError(w, http.StatusBadGateway, "listing journal intents failed; see the server's log ("+redact.Summary(err.Error())+")")
 		return
 	}
 	if intents == nil {
@@ -257,11 +262,16 @@ func (h *Handler) journalAction(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := do(r.Context(), id); err != nil {
 		if notFound(err) {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("intent %q: %v", id, err))
+			writeError(w, http.StatusNotFound, fmt.Sprintf("intent %q: not found", id))
 			return
 		}
-		h.log.Error("agentbreaker admin: journal action failed", "action", action, "intent", id, "error", err.Error())
-		writeError(w, http.StatusBadGateway, fmt.Sprintf("%s intent %q: %v", action, id, err))
+		h.log.Error("agentbreaker admin: journal action failed", "action", action, "intent", id, redact.ErrorAttr("error", err))
+		var state *journal.StateError
+		if errors.As(err, &state) { // the journal's own words: the intent was already settled
+			writeError(w, http.StatusBadGateway, fmt.Sprintf("%s intent %q: %v", action, id, state))
+			return
+		}
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("%s intent %q failed; see the server's log (%s)", action, id, redact.Summary(err.Error())))
 		return
 	}
 	h.log.Warn("agentbreaker admin: operator action",

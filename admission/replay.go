@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/redact"
+
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/journal"
 )
@@ -47,7 +49,7 @@ func (c *Controller) emit(e Event) {
 			slog.String("tool", e.Item.Tool), slog.String("item", e.Item.ID), slog.Int("priority", e.Item.Priority),
 			slog.String("reason", e.Reason)}
 		if e.Err != nil {
-			attrs = append(attrs, slog.String("error", e.Err.Error()))
+			attrs = append(attrs, redact.ErrorAttr("error", e.Err))
 		}
 		l.LogAttrs(context.Background(), level, "agentbreaker admission", attrs...)
 	}
@@ -129,7 +131,7 @@ func (c *Controller) sweepAndDrain(ctx context.Context) {
 
 func (c *Controller) logErr(what string, err error) {
 	if l := c.cfg.Logger; l != nil {
-		l.Error("agentbreaker admission: "+what+" failed", slog.String("error", err.Error()))
+		l.Error("agentbreaker admission: "+what+" failed", redact.ErrorAttr("error", err))
 	}
 }
 
@@ -252,7 +254,7 @@ func (c *Controller) replay(ctx context.Context, it journal.QueueItem, rep *Drai
 		rep.HandedOver++
 	default:
 		if rerr = c.cfg.Replay(ctx, it); rerr != nil {
-			to, kind, reason = journal.QueueFailed, EventReplayFailed, "replay failed: "+rerr.Error()
+			to, kind, reason = journal.QueueFailed, EventReplayFailed, "replay failed: "+redact.Summary(rerr.Error())
 			rep.Failed++
 		} else {
 			rep.Replayed++

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/redact"
+
 	"github.com/agentbreaker/agentbreaker/admission"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/journal"
@@ -125,7 +127,7 @@ func TestDrainStopsWhenTheBreakerOpensAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, first.ItemID, failed[0].ID)
-	require.Equal(t, "replay failed: 503", failed[0].Reason)
+	require.Equal(t, "replay failed: "+redact.Summary("503"), failed[0].Reason)
 	n, err := r.j.CountQueued(t.Context(), "crm")
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the rest waits for the next recovery")

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentbreaker/agentbreaker/redact"
+
 	"github.com/agentbreaker/agentbreaker/breaker"
 )
 
@@ -60,6 +62,9 @@ func New(cfg Config) (*Map, error) {
 		return nil, err
 	}
 	if err := checkPolicy("model default policy", merge(DefaultModelPolicy, cfg.ModelDefault)); err != nil {
+		return nil, err
+	}
+	if err := checkNames(cfg); err != nil {
 		return nil, err
 	}
 	m := &Map{cfg: cfg, toolDefault: merge(DefaultToolPolicy, cfg.Default)}
@@ -334,4 +339,42 @@ func (s *snapshot) clone() *snapshot {
 		models: maps.Clone(s.models),
 		toolOf: maps.Clone(s.toolOf),
 	}
+}
+
+// checkNames refuses names that would break what they key: a Prometheus label
+// (invalid UTF-8 fails every scrape), a log line or the admin page. Names are checked
+// once, here, where configuration enters; empty names keep their own messages below.
+func checkNames(cfg Config) error {
+	check := func(field, v string) error {
+		if v == "" {
+			return nil
+		}
+		if err := redact.CheckName(field, v); err != nil {
+			return fmt.Errorf("dependencymap: %w", err)
+		}
+		return nil
+	}
+	var errs []error
+	for i, tool := range cfg.ExemptTools {
+		errs = append(errs, check(fmt.Sprintf("ExemptTools[%d]", i), tool))
+	}
+	for _, key := range slices.Sorted(maps.Keys(cfg.Dependencies)) {
+		errs = append(errs, check("Dependencies key", key))
+		for i, tool := range cfg.Dependencies[key].Tools {
+			errs = append(errs, check(fmt.Sprintf("Dependencies[%q].Tools[%d]", key, i), tool))
+		}
+		for i, host := range cfg.Dependencies[key].Hosts {
+			errs = append(errs, check(fmt.Sprintf("Dependencies[%q].Hosts[%d]", key, i), host))
+		}
+	}
+	errs = append(errs, check("UnannotatedKey", cfg.UnannotatedKey))
+	for i, me := range cfg.Models {
+		errs = append(errs, check(fmt.Sprintf("Models[%d].Model", i), me.Model), check(fmt.Sprintf("Models[%d].Region", i), me.Region))
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package dependencymap
 
 import (
+	"github.com/agentbreaker/agentbreaker"
+	"strings"
 	"errors"
 	"fmt"
 	"os"
@@ -317,4 +319,27 @@ func TestIssue15iInventedNamesAreCappedInSharedAndExemptModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNamesAreCheckedWhereTheyEnter: a name that would break a Prometheus label, a log
+// line or the admin page is refused with the field and the value, before any breaker
+// is built.
+func TestNamesAreCheckedWhereTheyEnter(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"invalid UTF-8 key":       {Dependencies: map[string]Dependency{"crm\xff": {}}},
+		"control in a tool":       {Dependencies: map[string]Dependency{"crm": {Tools: []string{"look\x1bup"}}}},
+		"bidi override in a host": {Dependencies: map[string]Dependency{"crm": {Hosts: []string{"crm\u202e.example"}}}},
+		"absurd model name":       {Models: []ModelEndpoint{{Model: strings.Repeat("m", 300)}}},
+		"newline in a region":     {Models: []ModelEndpoint{{Model: "gemini", Region: "us\nfake"}}},
+		"control in exempt tool":  {ExemptTools: []string{"x\x00"}},
+	} {
+		_, err := New(cfg)
+		require.Error(t, err, name)
+		var ce *agentbreaker.ConfigError
+		require.ErrorAs(t, err, &ce, name)
+		require.NotEmpty(t, ce.Field, name)
+	}
+	_, err := New(Config{Dependencies: map[string]Dependency{"crm": {Tools: []string{"lookup_customer"}, Hosts: []string{"crm.example:443"}}},
+		Models: []ModelEndpoint{{Model: "gemini-2.5-pro", Region: "europe-west1"}}})
+	require.NoError(t, err)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/redact"
+
 	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 )
 
@@ -114,7 +116,7 @@ func (j *Journal) commit(batch []*write) {
 		committed, cerr := j.committed(proof)
 		switch {
 		case cerr != nil:
-			j.log(slog.LevelError, "journal: cannot tell whether a failed commit went through", "writes", len(batch), "error", cerr.Error())
+			j.log(slog.LevelError, "journal: cannot tell whether a failed commit went through", "writes", len(batch), redact.ErrorAttr("error", cerr))
 		case committed:
 			j.lostAcks.Add(1)
 			err = nil
@@ -227,7 +229,7 @@ func (j *Journal) commitTx(batch []*write, p proof) error {
 	})
 	if err != nil {
 		j.failed.Add(1)
-		j.log(slog.LevelError, "journal commit failed", "writes", len(batch), "error", err.Error())
+		j.log(slog.LevelError, "journal commit failed", "writes", len(batch), redact.ErrorAttr("error", err))
 		return err
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/redact"
+
 	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 )
 
@@ -178,7 +180,7 @@ func (j *Journal) settle(ctx context.Context, in Intent) (Intent, error) {
 		s, err := lookup(ctx, in)
 		switch {
 		case err != nil:
-			note = "status lookup failed: " + err.Error()
+			note = "status lookup failed: " + redact.Summary(err.Error()) // the service's words: fingerprint only
 		case s == StatusApplied:
 			to, note = StateApplied, "status lookup: applied"
 		case s == StatusNotApplied:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/model"
 
 	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
@@ -26,7 +27,9 @@ func boundsHarnessFor(t *testing.T, callbacks bool, first, gap, whole time.Durat
 		c.AttemptTimeout, c.ChunkTimeout, c.CallTimeout = first, gap, whole
 	}}
 	if callbacks {
-		hc.agentModel = a.llm
+		// The transport enforces the first-response and gap bounds on the agent's own
+		// model only for requests the Failover tagged: its client uses f.Transport.
+		hc.agentModelFor = func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) }
 		hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
 	}
 	return newHarness(t, hc), a, b

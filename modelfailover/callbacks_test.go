@@ -32,7 +32,7 @@ var (
 // open, and a probe brings traffic back.
 func TestCallbacksFailOverForAnAgentsOwnModel(t *testing.T) {
 	a, b := twoRegions(t)
-	h := newHarness(t, harnessConfig{regions: []*region{a, b}, agentModel: a.llm,
+	h := newHarness(t, harnessConfig{regions: []*region{a, b}, agentModelFor: func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) },
 		routes: []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}})
 	ctx := t.Context()
 	a.fail(t, geminifake.Failure{Code: 503})
@@ -86,7 +86,7 @@ func TestRouteWithoutLLMSwitchesTheModelName(t *testing.T) {
 		assert.Equal(t, 1, flashCount())
 	})
 	t.Run("callbacks", func(t *testing.T) {
-		h := newHarness(t, harnessConfig{regions: []*region{a}, agentModel: a.llm,
+		h := newHarness(t, harnessConfig{regions: []*region{a}, agentModelFor: func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) },
 			routes: []modelfailover.Route{{Model: pro, Region: a.name}, weaker}})
 		pros, flashes := a.requests(), flashCount()
 		// While the primary's breaker is closed, a failure cannot be answered by
@@ -151,7 +151,7 @@ func TestPendingCallsExpire(t *testing.T) {
 		}
 		return &model.LLMResponse{Content: genai.NewContentFromText("cached answer", genai.RoleModel)}, nil
 	}
-	h := newHarness(t, harnessConfig{regions: []*region{a, b}, agentModel: a.llm,
+	h := newHarness(t, harnessConfig{regions: []*region{a, b}, agentModelFor: func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) },
 		routes: []modelfailover.Route{{Model: pro, Region: a.name}, b.route()},
 		mutate: func(c *modelfailover.Config) { c.PendingTTL = time.Minute },
 		agentCfg: func(c *llmagent.Config) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/model"
 
 	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
@@ -23,7 +24,7 @@ func TestConcurrentTurnsAccountForEveryRequest(t *testing.T) {
 			a, b := twoRegions(t)
 			hc := harnessConfig{regions: []*region{a, b}}
 			if callbacks {
-				hc.agentModel = a.llm
+				hc.agentModelFor = func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) }
 				hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
 			}
 			h := newHarness(t, hc)
@@ -81,7 +82,7 @@ func TestConcurrentTurnsAccountForEveryRequest(t *testing.T) {
 // The attempt tag that the callbacks put on a request never reaches the server.
 func TestAttemptTagIsRemovedBeforeSending(t *testing.T) {
 	a, b := twoRegions(t)
-	h := newHarness(t, harnessConfig{regions: []*region{a, b}, agentModel: a.llm,
+	h := newHarness(t, harnessConfig{regions: []*region{a, b}, agentModelFor: func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) },
 		routes: []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}})
 	require.NoError(t, h.turn(t.Context(), newSession(), false).err)
 	log := a.server.Log()

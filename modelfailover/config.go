@@ -1,10 +1,13 @@
 package modelfailover
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker/redact"
 
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
@@ -158,6 +161,17 @@ func (cfg *Config) withDefaults() error {
 		field := fmt.Sprintf("Routes[%d]", i)
 		if r.Model == "" {
 			return bad(field+".Model", r.Model, "model name is required")
+		}
+		// Route names key breakers, metric labels, log records and the admin page.
+		for _, n := range []struct{ field, v string }{{".Model", r.Model}, {".Region", r.Region}, {".Name", r.Name}} {
+			if n.v == "" {
+				continue
+			}
+			if err := redact.CheckName(field+n.field, n.v); err != nil {
+				var ce *ConfigError
+				errors.As(err, &ce)
+				return bad(ce.Field, n.v, ce.Problem)
+			}
 		}
 		key := dependencymap.ModelKey(r.Model, r.Region)
 		if j, dup := keys[key]; dup {

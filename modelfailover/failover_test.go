@@ -318,7 +318,7 @@ func TestAllRoutesOpenAnswersWithoutCallingAModel(t *testing.T) {
 			a, b := twoRegions(t)
 			hc := harnessConfig{regions: []*region{a, b}}
 			if callbacks {
-				hc.agentModel = a.llm
+				hc.agentModelFor = func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) }
 				hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
 			}
 			h := newHarness(t, hc)

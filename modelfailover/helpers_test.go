@@ -51,6 +51,15 @@ type region struct {
 	llm    model.LLM
 }
 
+// llmThrough is the region's model on a client whose transport is f.Transport, as an
+// agent that keeps its own model and uses the failover's callbacks must have.
+func (r *region) llmThrough(t *testing.T, f *modelfailover.Failover) model.LLM {
+	t.Helper()
+	llm, err := gemini.NewModel(t.Context(), r.model, r.server.ClientConfig(f.Transport))
+	require.NoError(t, err)
+	return llm
+}
+
 func newRegion(t *testing.T, name, modelName string) *region {
 	t.Helper()
 	s := geminifake.Start(t, geminifake.Config{Name: name, Reply: geminifake.Reply{Text: "answer from " + name}})

@@ -106,7 +106,7 @@ func TestCallerEndingTheTurnIsNeutral(t *testing.T) {
 				a, b := twoRegions(t)
 				hc := harnessConfig{regions: []*region{a, b}}
 				if callbacks {
-					hc.agentModel = a.llm
+					hc.agentModelFor = func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) }
 					hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
 				}
 				h := newHarness(t, hc)
@@ -167,7 +167,8 @@ func TestAttemptTimeoutCountsAndFailsOver(t *testing.T) {
 		}},
 		{name: "Config.AttemptTimeout, callbacks", fakeClock: true, hc: func(hc *harnessConfig) {
 			hc.mutate = func(c *modelfailover.Config) { c.AttemptTimeout = timeout }
-			hc.agentModel = hc.regions[0].llm
+			r0 := hc.regions[0]
+			hc.agentModelFor = func(f *modelfailover.Failover) model.LLM { return r0.llmThrough(t, f) }
 			hc.routes = []modelfailover.Route{{Model: pro, Region: hc.regions[0].name}, hc.regions[1].route()}
 		}},
 		{name: "set by the agent's own callback", hc: func(hc *harnessConfig) {
@@ -219,7 +220,7 @@ func TestEmptyAnswerCountsAndFailsOver(t *testing.T) {
 			a, b := twoRegions(t)
 			hc := harnessConfig{regions: []*region{a, b}}
 			if tc.callbacks {
-				hc.agentModel = a.llm
+				hc.agentModelFor = func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) }
 				hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
 			}
 			h := newHarness(t, hc)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
@@ -35,7 +36,7 @@ func TestStreamedSuccessIsRecordedOnceOnTheFinalResponse(t *testing.T) {
 			a, b := twoRegions(t)
 			hc := harnessConfig{regions: []*region{a, b}}
 			if callbacks {
-				hc.agentModel = a.llm
+				hc.agentModelFor = func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) }
 				hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
 			}
 			h := newHarness(t, hc)
@@ -87,7 +88,7 @@ func TestAbandonedStreamReleasesItsPermit(t *testing.T) {
 			a, b := twoRegions(t)
 			hc := harnessConfig{regions: []*region{a, b}}
 			if callbacks {
-				hc.agentModel = a.llm
+				hc.agentModelFor = func(f *modelfailover.Failover) model.LLM { return a.llmThrough(t, f) }
 				hc.routes = []modelfailover.Route{{Model: pro, Region: a.name}, b.route()}
 			}
 			h := newHarness(t, hc)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/redact"
+
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
@@ -104,7 +106,7 @@ func WatchJournal(ctx context.Context, w JournalWatch) error {
 			case ctx.Err() != nil:
 				return nil
 			}
-			log.Warn("agentbreaker: reading the journal backlog failed; the gauges keep their last value", "error", err.Error())
+			log.Warn("agentbreaker: reading the journal backlog failed; the gauges keep their last value", redact.ErrorAttr("error", err))
 		}
 		select {
 		case <-ctx.Done():
