@@ -1,12 +1,12 @@
 package dependencymap
 
 import (
-	"github.com/agentbreaker/agentbreaker"
-	"strings"
 	"errors"
 	"fmt"
+	"github.com/agentbreaker/agentbreaker"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
