@@ -32,16 +32,13 @@ var (
 )
 
 // replayPolicy is the document's breaker. The document counts "12 of the last 20
-// calls": a count window. Until the breaker has one (breaker.Policy.WindowCalls), the
-// replay uses a time window of 20 s, which at one turn a second holds about the last
-// 20 turns' calls. With the count window, replace the Window line with
-//
-//	WindowCalls: 20,
+// calls": a count window of 20 calls.
 var replayPolicy = breaker.Policy{
 	FailureRateThreshold: 0.5,
 	MinimumCalls:         20,
-	Window:               20 * time.Second,
+	WindowCalls:          20,
 	Cooldown:             30 * time.Second,
+	CooldownMultiplier:   1, // the document probes every 30 s; tools grow theirs by default
 	Jitter:               -1, // one replica: nothing to spread; exact probe times
 	Version:              "incident-replay",
 }
@@ -198,8 +195,10 @@ func TestIncidentReplay(t *testing.T) {
 	require.Equal(t, 1, closings, "one trip, one recovery: no flapping")
 }
 
-// windowName describes the replay's window for its report. With the count window,
-// make it say fmt.Sprintf("count window of %d calls", p.WindowCalls).
+// windowName describes the replay's window for its report.
 func windowName(p breaker.Policy) string {
+	if p.WindowCalls > 0 {
+		return fmt.Sprintf("count window of %d calls", p.WindowCalls)
+	}
 	return fmt.Sprintf("time window %s", p.Window)
 }
