@@ -20,5 +20,5 @@ func ExampleRun() {
 	}
 	// Output:
 	// naive: 5833 calls reached the dependency during the outage; 470 outage turns failed
-	// agentbreaker-policy: 43 calls reached the dependency during the outage; 0 outage turns failed
+	// agentbreaker-policy: 32 calls reached the dependency during the outage; 0 outage turns failed
 }

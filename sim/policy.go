@@ -10,16 +10,14 @@ import (
 // DefaultPolicy is the user's policy when the scenario gives none: the first design
 // document's "50% error rate over a 20-call window, 30-second cool-down".
 //
-// The breaker's window is measured in time today. A 20-call window is approximated by
-// a volume gate of 20 calls over the time the default traffic takes to make about 20
-// calls (20 s at about one call per second): both gates must be crossed, as the
-// document asks. When breaker.Policy gains a count-based window (WindowCalls), this is
-// the one place to switch: set WindowCalls to 20 and drop Window.
+// The window is the last 20 calls (a count window), and the cooldown is the
+// document's fixed 30 s (tools grow theirs by default).
 var DefaultPolicy = dependencymap.FilePolicy{
 	FailureRateThreshold: 0.5,
 	MinimumCalls:         20,
-	Window:               "20s",
+	WindowCalls:          20,
 	Cooldown:             "30s",
+	CooldownMultiplier:   1,
 }
 
 // UserPolicy returns the scenario's policy as the breaker will run it: the file's fields

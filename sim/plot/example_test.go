@@ -30,5 +30,5 @@ func ExampleWrite() {
 	fmt.Println(plot.Titles(res)[1])
 	// Output:
 	// 1498 x 221
-	// agentbreaker-policy: calls to enrichment per 10 s (43 in outage)
+	// agentbreaker-policy: calls to enrichment per 10 s (32 in outage)
 }
