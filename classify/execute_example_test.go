@@ -32,7 +32,7 @@ func ExampleExecute() {
 			}
 			resp.Body.Close()
 			if resp.StatusCode >= 500 {
-				return fmt.Errorf("crm answered %d", resp.StatusCode) // an unclassified error counts
+				return classify.StatusError(resp.StatusCode, 0, "") // typed: 5xx counts, 404 would not
 			}
 			return nil
 		})

@@ -34,13 +34,14 @@ import (
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/telemetry"
 )
 
 // The README's snippets as functions: compiled, and listed here so that nothing
 // reports them unused.
-var _ = []any{lookupCustomer, modelFailover, journalAndRetry, pluginWithJournal, metrics, adminEndpoint}
+var _ = []any{lookupCustomer, modelFailover, journalAndRetry, pluginWithJournal, metrics, adminEndpoint, excerpts}
 
 // rootAgent is an agent with the two CRM tools the README talks about.
 func newRootAgent() agent.Agent {
@@ -99,7 +100,8 @@ func (c crmClient) Lookup(ctx context.Context, id string) (string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("crm: status %d", resp.StatusCode)
+		// A typed error: a 404 is then healthy for the breaker and a 503 counts.
+		return "", classify.StatusError(resp.StatusCode, 0, "")
 	}
 	return string(body), err
 }
@@ -208,4 +210,12 @@ func adminEndpoint(deps *dependencymap.Map, guard *callbacks.Callbacks, failover
 	go http.ListenAndServeTLS("10.0.0.5:9443", certFile, keyFile, internal)
 
 	return nil
+}
+
+func excerpts(deps *dependencymap.Map) {
+	red := redact.MustNew(redact.Config{Excerpt: true, ExcerptLen: 256}) // opt-in
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Redaction: callbacks.Redaction{Redactor: red}})
+	r := retry.MustNew(retry.Config{Redactor: red /* , Journal, … */})
+
+	_, _ = guard, r
 }
