@@ -117,6 +117,11 @@ func ModelKey(model, region string) string {
 	return model + "@" + region
 }
 
+// MergePolicy returns base with every non-zero field of over written on top: the rule
+// by which a dependency's policy inherits from the default one, field by field (a
+// negative SlowCallThreshold or WindowCalls in over switches that gate off).
+func MergePolicy(base, over breaker.Policy) breaker.Policy { return merge(base, over) }
+
 // merge returns base with every non-zero field of over written on top.
 func merge(base, over breaker.Policy) breaker.Policy {
 	set := func(dst *float64, v float64) {

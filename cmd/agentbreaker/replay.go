@@ -142,19 +142,7 @@ func replayPolicy(m *dependencymap.Map, dep string, over dependencymap.FilePolic
 	if err != nil {
 		return breaker.Policy{}, fmt.Errorf("policy: %w", err)
 	}
-	o := cfg.Default
-	if o.FailureRateThreshold != 0 {
-		base.FailureRateThreshold = o.FailureRateThreshold
-	}
-	if o.MinimumCalls != 0 {
-		base.MinimumCalls = o.MinimumCalls
-	}
-	if o.Window != 0 {
-		base.Window = o.Window
-	}
-	if o.Cooldown != 0 {
-		base.Cooldown = o.Cooldown
-	}
+	base = dependencymap.MergePolicy(base, cfg.Default)
 	p := base.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return breaker.Policy{}, fmt.Errorf("policy: %w", err)
