@@ -9,8 +9,9 @@
 // calls a tool, retries once when the tool is unavailable, and answers without it when
 // told firmly. The CRM fails for a while and recovers; time is a fake clock, so the
 // whole incident takes a moment. The program prints what the model saw and said on
-// each turn, every breaker transition with its cause, and how many requests reached
-// the CRM.
+// each turn (with a note on each answer agentbreaker gave in the CRM's place), every
+// breaker transition with its cause, and how many requests reached the CRM, against
+// the same turns played again without the plugin.
 package main
 
 import (
@@ -68,6 +69,22 @@ func (c *crm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func run(ctx context.Context, out io.Writer) error {
+	guarded, err := incident(ctx, out, true)
+	if err != nil {
+		return err
+	}
+	// The same turns, the same model, the same outage, without the plugin.
+	unguarded, err := incident(ctx, io.Discard, false)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "requests that reached the CRM: %d with agentbreaker; the same traffic without it: %d\n", guarded, unguarded)
+	return nil
+}
+
+// incident plays the story once, with or without agentbreaker's plugin, and returns
+// how many requests reached the CRM.
+func incident(ctx context.Context, out io.Writer, withPlugin bool) (int64, error) {
 	dep := &crm{}
 	srv := httptest.NewServer(dep)
 	defer srv.Close()
@@ -77,8 +94,11 @@ func run(ctx context.Context, out io.Writer) error {
 		PolicyVersion: "example-v1",
 		Clock:         fc,
 		Dependencies: map[string]dependencymap.Dependency{
+			// Both tools call the CRM: they share one breaker and trip together.
 			"crm": {
-				Tools:  []string{"lookup_customer", "list_orders"},
+				Tools: []string{"lookup_customer", "list_orders"},
+				// MinimumCalls 4 so that this short story trips after three turns; the
+				// default volume gate is 20 calls, which a demo would take minutes to reach.
 				Policy: breaker.Policy{MinimumCalls: 4, Cooldown: 30 * time.Second, Jitter: -1},
 			},
 		},
@@ -87,18 +107,18 @@ func run(ctx context.Context, out io.Writer) error {
 		}},
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	guard, err := callbacks.New(callbacks.Config{Dependencies: deps, Clock: fc})
 	if err != nil {
-		return err
+		return 0, err
 	}
 
 	var tools []tool.Tool
 	for _, name := range []string{"lookup_customer", "list_orders"} {
 		t, err := crmTool(name, srv.URL)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		tools = append(tools, t)
 	}
@@ -110,27 +130,32 @@ func run(ctx context.Context, out io.Writer) error {
 		Mode:        llmagent.ModeChat,
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	sessions := session.InMemoryService()
+	var plugins []*plugin.Plugin
+	if withPlugin {
+		// agentbreaker first, so no other plugin can hide a tool error from it.
+		plugins = []*plugin.Plugin{guard.Plugin()}
+	}
 	r, err := runner.New(runner.Config{
 		AppName:        "example",
 		Agent:          root,
 		SessionService: sessions,
-		// agentbreaker first, so no other plugin can hide a tool error from it.
-		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{guard.Plugin()}},
+		PluginConfig:   runner.PluginConfig{Plugins: plugins},
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	created, err := sessions.Create(ctx, &session.CreateRequest{AppName: "example", UserID: "u1"})
 	if err != nil {
-		return err
+		return 0, err
 	}
 
 	turn := func(question string) error {
 		fmt.Fprintf(out, "%s user: %s\n", fc.Now().Format(time.TimeOnly), question)
 		msg := genai.NewContentFromText(question, genai.RoleUser)
+		calls := 0
 		for ev, err := range r.Run(ctx, "u1", created.Session.ID(), msg, agent.RunConfig{}) {
 			if err != nil {
 				return err
@@ -141,7 +166,11 @@ func run(ctx context.Context, out io.Writer) error {
 			for _, p := range ev.Content.Parts {
 				switch {
 				case p.FunctionResponse != nil:
+					calls++
 					fmt.Fprintf(out, "    %s -> %s\n", p.FunctionResponse.Name, summary(p.FunctionResponse.Response))
+					if note := label(p.FunctionResponse.Response, calls); note != "" {
+						fmt.Fprintf(out, "      (%s)\n", note)
+					}
 				case p.Text != "" && ev.Author == "support":
 					fmt.Fprintf(out, "    model: %s\n", p.Text)
 				}
@@ -151,35 +180,61 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 
 	if err := turn("Who is customer 42?"); err != nil {
-		return err
+		return 0, err
 	}
 	fmt.Fprintln(out, "--- the CRM starts failing")
 	dep.down.Store(true)
 	for range 3 {
 		fc.Advance(5 * time.Second)
 		if err := turn("Who is customer 42?"); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	fmt.Fprintln(out, "--- the breaker is open: calls are answered locally, the CRM is left alone")
-	fc.Advance(10 * time.Second)
-	if err := turn("Who is customer 42?"); err != nil {
-		return err
+	for i := range 4 {
+		fc.Advance(10 * time.Second)
+		question := "Who is customer 42?"
+		if i%2 == 1 {
+			question = "What has customer 42 ordered?" // list_orders: the same dependency, already tripped
+		}
+		if err := turn(question); err != nil {
+			return 0, err
+		}
 	}
 	fc.Advance(time.Minute)
 	fmt.Fprintln(out, "--- the CRM recovers; the next call is the breaker's probe")
 	dep.down.Store(false)
 	if err := turn("Who is customer 42?"); err != nil {
-		return err
+		return 0, err
 	}
 	fmt.Fprintln(out, "--- the model asks for customers that do not exist: the CRM works, nothing counts")
 	for range 4 {
 		if err := turn("Who is customer 99?"); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	fmt.Fprintf(out, "requests that reached the CRM: %d\n", dep.hits.Load())
-	return nil
+	return dep.hits.Load(), nil
+}
+
+// label says what a tool result is, for the reader: which answers agentbreaker gave
+// without calling the CRM, and where the CRM's own error text went.
+func label(res map[string]any, call int) string {
+	switch res["response_type"] {
+	case "agentbreaker.failed":
+		return "the CRM answered 503 with a body carrying a prompt injection: agentbreaker withheld it and the model got this instead"
+	case "agentbreaker.unavailable":
+		switch {
+		case res["firm"] == true && call > 1:
+			return "answered locally: the model's retry, with the firm answer telling it to answer without the tool"
+		case res["firm"] == true:
+			return "answered locally, the firm answer: the model is told to answer without the tool"
+		case call > 1:
+			return "answered locally: the model's retry"
+		default:
+			return "answered locally: the CRM was not called"
+		}
+	}
+	return ""
 }
 
 // crmTool is a tool that calls the CRM the way real tools do: transport errors are Go
@@ -206,6 +261,9 @@ func scriptedModel() *breakertest.Model {
 			if last := req.Contents[len(req.Contents)-1]; len(results) == 0 && last.Parts[0].Text == "Who is customer 99?" {
 				id = "99"
 			}
+			if last := req.Contents[len(req.Contents)-1]; len(results) == 0 && last.Parts[0].Text == "What has customer 42 ordered?" {
+				return breakertest.Call("list_orders", map[string]any{"query": id})
+			}
 			if len(results) == 0 {
 				return breakertest.Call("lookup_customer", map[string]any{"query": id})
 			}
@@ -216,7 +274,7 @@ func scriptedModel() *breakertest.Model {
 			case res["firm"] == true:
 				return breakertest.Text("The customer system is down, so I can't look that up now. Please try again later.")
 			case res["status"] == "unavailable":
-				return breakertest.Call("lookup_customer", map[string]any{"query": "42"}) // the model retries anyway
+				return breakertest.Call(results[0].Name, map[string]any{"query": "42"}) // the model retries anyway
 			case res["error"] == "HTTP 404 Not Found":
 				return breakertest.Text("There is no such customer.")
 			default:

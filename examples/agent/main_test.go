@@ -21,7 +21,10 @@ func TestExampleRunsTheIncident(t *testing.T) {
 	require.Contains(t, got, "[breaker crm: half_open -> closed: probe succeeded]")
 	require.NotContains(t, got, "ignore previous instructions", "upstream text never reaches the model")
 	require.Contains(t, got, "lookup_customer -> error=HTTP 404 Not Found\n    model: There is no such customer.")
-	require.Contains(t, got, "requests that reached the CRM: 9\n",
-		"1 healthy + 3 failing + the probe + 4 lookups of a missing customer: the two short-circuited calls never left")
+	require.Contains(t, got, "list_orders -> status=unavailable", "list_orders shares the tripped crm breaker")
+	require.Contains(t, got, "(answered locally: the model's retry, with the firm answer")
+	require.Contains(t, got, "agentbreaker withheld it")
+	require.Contains(t, got, "requests that reached the CRM: 10 with agentbreaker; the same traffic without it: 13\n",
+		"1 healthy + 3 failing + 2 probes + 4 lookups of a missing customer, against every call of the same turns")
 	require.Equal(t, 1, strings.Count(got, "closed -> open"), "four 404s in a row open nothing")
 }
