@@ -38,7 +38,7 @@ var replayPolicy = breaker.Policy{
 	MinimumCalls:         20,
 	WindowCalls:          20,
 	Cooldown:             30 * time.Second,
-	CooldownMultiplier:   1, // the document probes every 30 s; tools grow theirs by default
+	CooldownMultiplier:   1,  // the document probes every 30 s; tools grow theirs by default
 	Jitter:               -1, // one replica: nothing to spread; exact probe times
 	Version:              "incident-replay",
 }
