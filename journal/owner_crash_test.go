@@ -50,13 +50,22 @@ func TestReconcileSettlesAKilledProcessAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, open0)
 	dead := open0[0].Owner
+	stillOpen := 0
 	for id := range acked {
 		if !finished[id] {
 			in, err := j.Get(ctx, id)
 			require.NoError(t, err)
-			require.Equal(t, journal.StateOpen, in.State)
+			// Open, unless the child's Finish committed just before the kill and it died
+			// before saying so: then it holds the outcome Finish wrote, never a lost one.
+			if in.State != journal.StateOpen {
+				require.True(t, in.State == journal.StateUnknown || in.State == journal.StateSucceeded ||
+					in.State == journal.StateFailed || in.State == journal.StateFailedBeforeSend, "intent %s: %s", id, in.State)
+				continue
+			}
+			stillOpen++
 		}
 	}
+	require.Positive(t, stillOpen, "the kill left intents open")
 	unknowns, err := j.Intents(ctx, journal.Filter{States: []journal.State{journal.StateUnknown}})
 	require.NoError(t, err)
 	n, _, err := j.Backlog(ctx)
