@@ -26,7 +26,8 @@ import (
 // period) or finds a new tag and is dropped: it can never leak into the next period.
 
 const (
-	stripeCount = 16 // a power of two
+	stripeBits  = 4
+	stripeCount = 1 << stripeBits
 	arenaCols   = 8  // breakers per chunk: one 64-byte line holds a stripe of each
 	tagShift    = 40 // a stripe counts up to 2^40 calls between folds
 	countMask   = 1<<tagShift - 1
@@ -107,12 +108,15 @@ func (s stripes) take(tag uint64) int64 {
 
 // stripeIndex picks a stripe from the address of the caller's stack. Goroutines have
 // separate stacks (2 KiB apart at the least), so bits 11 and up differ between
-// goroutines. This needs no per-goroutine state and no call into the runtime (pinning
+// goroutines; stacks are power-of-two sized and aligned, so bits 11 to 14 alone often
+// agree between two goroutines, and a multiplicative (Fibonacci) hash of all the bits
+// above 11 spreads them instead. This needs no per-goroutine state and no call into the runtime (pinning
 // to a P costs about 3 ns, as much as the rest of the hot path); two concurrent callers
 // on one stripe only share a cache line, they never lose a count.
 func stripeIndex() int {
 	var marker byte
-	return int(uintptr(unsafe.Pointer(&marker))>>11) & (stripeCount - 1)
+	h := uint64(uintptr(unsafe.Pointer(&marker))>>11) * 0x9E3779B97F4A7C15
+	return int(h >> (64 - stripeBits))
 }
 
 // bucket counts one slice of a time window. 64-bit counters cannot wrap.
