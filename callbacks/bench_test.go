@@ -34,35 +34,12 @@ func BenchmarkToolCallOverhead(b *testing.B) {
 }
 
 func benchTurns(b *testing.B, calls int, with bool) {
-	fc := make([]*genai.FunctionCall, calls)
-	for i := range fc {
-		fc[i] = &genai.FunctionCall{Name: "lookup", Args: map[string]any{"i": i}}
-	}
-	m := breakertest.MustNewModel(breakertest.ModelConfig{
-		Repeat: true, DiscardRequests: true,
-		Steps: []breakertest.Step{breakertest.Calls(fc...), breakertest.Text("done")},
-	})
-	lookup, err := newLookup()
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{lookup}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var plugins []*plugin.Plugin
-	if with {
-		deps := dependencymap.MustNew(dependencymap.Config{
-			Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		})
-		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 100}})
-		plugins = []*plugin.Plugin{cb.Plugin()}
-	}
-	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})
+	h := overheadHarness(b, calls, with)
 	ctx := context.Background()
 	b.ReportAllocs()
 	i := 0
 	var sid string
+	var err error
 	for b.Loop() {
 		if i%4 == 0 { // a fresh session now and then keeps the history short and the turns alike
 			if sid, err = h.NewSession(ctx); err != nil {
@@ -148,28 +125,7 @@ func TestToolCallAllocOverhead(t *testing.T) {
 		t.Skip("the race detector allocates on its own")
 	}
 	perTurn := func(with bool) float64 {
-		fc := []*genai.FunctionCall{{Name: "lookup", Args: map[string]any{"i": 0}}}
-		m := breakertest.MustNewModel(breakertest.ModelConfig{
-			Repeat: true, DiscardRequests: true,
-			Steps: []breakertest.Step{breakertest.Calls(fc...), breakertest.Text("done")},
-		})
-		lookup, err := newLookup()
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{lookup}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plugins []*plugin.Plugin
-		if with {
-			deps := dependencymap.MustNew(dependencymap.Config{
-				Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-			})
-			cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 100}})
-			plugins = []*plugin.Plugin{cb.Plugin()}
-		}
-		h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})
+		h := overheadHarness(t, 1, with)
 		ctx := context.Background()
 		turn := func() {
 			sid, err := h.NewSession(ctx)
@@ -188,4 +144,36 @@ func TestToolCallAllocOverhead(t *testing.T) {
 	if with-without > 10 {
 		t.Errorf("the plugin adds %.0f allocations per turn, want at most 10", with-without)
 	}
+}
+
+// overheadHarness runs one agent whose model issues calls no-op tool calls per turn,
+// with agentbreaker's plugin (and a bulkhead) or without it: the two arms of the
+// overhead measurements.
+func overheadHarness(tb testing.TB, calls int, with bool) *breakertest.Harness {
+	tb.Helper()
+	fc := make([]*genai.FunctionCall, calls)
+	for i := range fc {
+		fc[i] = &genai.FunctionCall{Name: "lookup", Args: map[string]any{"i": i}}
+	}
+	m := breakertest.MustNewModel(breakertest.ModelConfig{
+		Repeat: true, DiscardRequests: true,
+		Steps: []breakertest.Step{breakertest.Calls(fc...), breakertest.Text("done")},
+	})
+	lookup, err := newLookup()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{lookup}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var plugins []*plugin.Plugin
+	if with {
+		deps := dependencymap.MustNew(dependencymap.Config{
+			Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		})
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 100}})
+		plugins = []*plugin.Plugin{cb.Plugin()}
+	}
+	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})
 }
