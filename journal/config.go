@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -154,8 +155,9 @@ func (c *Config) setDefaults() error {
 const minKeyLen = 16
 
 // loadKey reads the secret from path, creating the file with a fresh random key when
-// it is missing. Two processes creating it at once agree: O_EXCL lets one win and the
-// other reads the winner's key.
+// it is missing. Processes creating it at once agree on one key, and none reads a
+// half-written file: the key is written and synced under a temporary name first,
+// then linked to path, which fails when another process linked first.
 func loadKey(path string) ([]byte, error) {
 	bad := func(problem string) error {
 		return &ConfigError{Package: "journal", Field: "KeyFile", Value: fmt.Sprintf("%q", path), Problem: problem}
@@ -175,27 +177,40 @@ func loadKey(path string) ([]byte, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, bad("cannot be read: " + err.Error())
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		key, err := createKey(path)
 		if errors.Is(err, fs.ErrExist) {
 			continue // another process created it first: read its key
 		}
 		if err != nil {
 			return nil, bad("cannot be created: " + err.Error())
 		}
-		key := make([]byte, 32)
-		_, _ = rand.Read(key)
-		_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
-		if werr == nil {
-			werr = f.Sync()
-		}
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			_ = os.Remove(path)
-			return nil, bad("cannot be written: " + werr.Error())
-		}
 		return key, nil
 	}
 	return nil, bad("was created and removed while being read")
+}
+
+// createKey writes a fresh key to path, which must not exist yet.
+func createKey(path string) ([]byte, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new*")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	_, err = f.WriteString(hex.EncodeToString(key) + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Link(tmp, path); err != nil {
+		return nil, err
+	}
+	return key, nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,4 +175,41 @@ func TestStoreArgumentsKeepsPayloadsInClear(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, [][]byte{[]byte(`{"id":1}`)}, b.column(t, cfg, "SELECT payload FROM "+prefixOf(cfg)+"queue"))
 	})
+}
+
+// TestOpenersOfAFreshFileAgreeOnOneKey opens one fresh SQLite journal from many
+// goroutines at once, as processes starting together do: none is refused (neither a
+// locked file nor a half-written key file), all hash with the same key, and no
+// temporary key file is left beside the database.
+func TestOpenersOfAFreshFileAgreeOnOneKey(t *testing.T) {
+	for round := range 20 {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "journal.db")
+		const openers = 8
+		hashes := make([]string, openers)
+		errs := make([]error, openers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range openers {
+			wg.Go(func() {
+				<-start
+				j, err := journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				defer j.Close()
+				hashes[i], _, errs[i] = j.HashArgs(map[string]any{"pin": "1234"})
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i := range openers {
+			require.NoError(t, errs[i], "round %d opener %d", round, i)
+			require.Equal(t, hashes[0], hashes[i], "round %d opener %d", round, i)
+		}
+		names, err := filepath.Glob(filepath.Join(dir, "*.key*"))
+		require.NoError(t, err)
+		require.Equal(t, []string{path + ".key"}, names)
+	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -77,11 +78,40 @@ func (b Backend) Open(ctx context.Context, _ string) (store.Store, error) {
 	}
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
-	if err := db.PingContext(ctx); err != nil {
+	if err := pingWhileBusy(ctx, db, busy); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("journal/sqlite: %s: %w", b.Path, err)
 	}
 	return &Store{db: db}, nil
+}
+
+// pingWhileBusy opens the first connection, retrying for up to busy while the file
+// is locked. SQLite does not call the busy handler for every lock that switching a
+// new file to WAL takes, so processes opening the same fresh file at once can be
+// refused at once with SQLITE_BUSY; the busy timeout promises they wait instead.
+func pingWhileBusy(ctx context.Context, db *sql.DB, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	pause := time.Millisecond
+	for {
+		err := db.PingContext(ctx)
+		if err == nil || !isBusy(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY or one of its extended codes.
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // Store is an open SQLite journal database. Only the journal uses it.
