@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,4 +172,56 @@ func TestConcurrentChaos(t *testing.T) {
 	b.Reset("end")
 	call(t, b, Success)
 	require.Equal(t, Counts{Calls: 1}, b.Snapshot().Window)
+}
+
+// TestStripesMoveToProcessorsWithoutLosingCounts: callers that collide on a stripe
+// switch the breaker's column to per-processor stripes, and no success is lost on the
+// way. Writers add on their stripes while a taker swaps every stripe (as transitions
+// and folds do), which makes compare-and-swaps fail just as two callers on one stripe
+// would; every add that reported success must be in exactly one take.
+func TestStripesMoveToProcessorsWithoutLosingCounts(t *testing.T) {
+	s := allocStripes()
+	s.take(0)
+	t.Cleanup(func() { releaseStripes(s) })
+	require.False(t, s.chunk.contended[s.col].Load(), "a fresh column starts on stack stripes")
+
+	// Writers run until the switch is seen (at most maxAdds each, for a machine with a
+	// single processor, where nothing runs at once).
+	const writers, minAdds, maxAdds = 4, 20000, 5_000_000
+	var added, taken, attempted atomic.Int64
+	stop := make(chan struct{})
+	var takerDone sync.WaitGroup
+	takerDone.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				taken.Add(s.take(0))
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for i := range maxAdds {
+				if i >= minAdds && i%1000 == 0 && s.chunk.contended[s.col].Load() {
+					return
+				}
+				attempted.Add(1)
+				if s.add(0) >= 0 {
+					added.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	takerDone.Wait()
+	taken.Add(s.take(0))
+	require.Equal(t, attempted.Load(), added.Load(), "tag 0 never changes, so every add counts")
+	require.Equal(t, added.Load(), taken.Load(), "every counted success is taken exactly once")
+	if runtime.GOMAXPROCS(0) > 1 {
+		require.True(t, s.chunk.contended[s.col].Load(), "lost compare-and-swaps switch the column to processor stripes")
+	}
 }

@@ -10,7 +10,7 @@ func breakerBytes(p Policy) int {
 	p = p.WithDefaults()
 	var b Breaker
 	return sizeClass(int(unsafe.Sizeof(b))) +
-		stripeCount*8 + // its column of the shared stripe arena
+		sizeClass(int(unsafe.Sizeof(arenaChunk{})))/arenaCols + // its column of the shared stripe arena
 		windowBytes(p) +
 		sizeClass(p.HalfOpenProbes*int(unsafe.Sizeof(lease{})))
 }

@@ -34,7 +34,15 @@ const (
 	tagMask     = 1<<(64-tagShift) - 1
 )
 
-type arenaChunk [stripeCount][arenaCols]atomic.Int64
+type arenaChunk struct {
+	lines [stripeCount][arenaCols]atomic.Int64
+	// contended[col] is set the first time two callers of that column's breaker are seen
+	// writing one stripe at once (a compare-and-swap lost to the other): from then on the
+	// breaker picks stripes by processor instead of by stack (see mine). Written once,
+	// read on every success; it sits after the stripe lines so that reading it never
+	// shares a line with a counter.
+	contended [arenaCols]atomic.Bool
+}
 
 // stripes is one breaker's column of an arena chunk.
 type stripes struct {
@@ -48,13 +56,15 @@ var arena struct {
 }
 
 // allocStripes hands out a column, carving a new chunk when none is free. A chunk is
-// 1 KiB, a size class of its own, so it starts on a cache-line boundary.
+// 1 KiB and 8 bytes, in the 1152-byte size class (18 cache lines), so it starts on a
+// cache-line boundary.
 func allocStripes() stripes {
 	arena.mu.Lock()
 	defer arena.mu.Unlock()
 	if n := len(arena.free); n > 0 {
 		s := arena.free[n-1]
 		arena.free = arena.free[:n-1]
+		s.chunk.contended[s.col].Store(false) // its previous breaker is gone
 		return s
 	}
 	c := new(arenaChunk)
@@ -71,10 +81,17 @@ func releaseStripes(s stripes) {
 	arena.free = append(arena.free, s)
 }
 
-func (s stripes) at(i int) *atomic.Int64 { return &s.chunk[i][s.col] }
+func (s stripes) at(i int) *atomic.Int64 { return &s.chunk.lines[i][s.col] }
 
-// mine is the caller's stripe. The mask drops a bounds check.
-func (s stripes) mine() *atomic.Int64 { return &s.chunk[stripeIndex()][s.col&(arenaCols-1)] }
+// mine is the caller's stripe: chosen by stack address while the breaker's callers have
+// not been seen to collide, by processor once they have. The masks drop bounds checks.
+func (s stripes) mine() *atomic.Int64 {
+	col := s.col & (arenaCols - 1)
+	if s.chunk.contended[col].Load() {
+		return &s.chunk.lines[processorIndex()][col]
+	}
+	return &s.chunk.lines[stripeIndex()][col]
+}
 
 // add counts one success on the caller's stripe if the stripe still carries tag. It
 // returns the stripe's new count, or -1 when the success was dropped (a transition
@@ -89,6 +106,18 @@ func (s stripes) add(tag uint64) int64 {
 		if c.CompareAndSwap(v, v+1) {
 			return (v + 1) & countMask
 		}
+		s.collided()
+	}
+}
+
+// collided records that two callers wrote one stripe at once. Stack addresses hash to
+// one of sixteen stripes, so two busy goroutines share one about one time in sixteen,
+// and then for as long as they live, each write bouncing the line between their cores;
+// processors never share a stripe (up to sixteen of them). Choosing by processor costs
+// a call into the runtime, about 2 ns, which only a breaker that saw a collision pays.
+func (s stripes) collided() {
+	if f := &s.chunk.contended[s.col&(arenaCols-1)]; !f.Load() {
+		f.Store(true)
 	}
 }
 
@@ -106,13 +135,31 @@ func (s stripes) take(tag uint64) int64 {
 	return sum
 }
 
+// processorIndex picks the stripe of the processor (the runtime's P) running the
+// caller. The caller may be moved to another processor right after; that only costs
+// sharing a line for a moment, never a count.
+func processorIndex() int {
+	p := runtime_procPin()
+	runtime_procUnpin()
+	return p & (stripeCount - 1)
+}
+
+// The runtime's processor pinning, as sync.Pool uses it. The runtime keeps these two
+// reachable by linkname for packages outside the standard library.
+//
+//go:linkname runtime_procPin runtime.procPin
+func runtime_procPin() int
+
+//go:linkname runtime_procUnpin runtime.procUnpin
+func runtime_procUnpin()
+
 // stripeIndex picks a stripe from the address of the caller's stack. Goroutines have
 // separate stacks (2 KiB apart at the least), so bits 11 and up differ between
 // goroutines; stacks are power-of-two sized and aligned, so bits 11 to 14 alone often
 // agree between two goroutines, and a multiplicative (Fibonacci) hash of all the bits
-// above 11 spreads them instead. This needs no per-goroutine state and no call into the runtime (pinning
-// to a P costs about 3 ns, as much as the rest of the hot path); two concurrent callers
-// on one stripe only share a cache line, they never lose a count.
+// above 11 spreads them instead. This needs no per-goroutine state and no call into the
+// runtime; two concurrent callers on one stripe only share a cache line, they never
+// lose a count (and the breaker moves to processorIndex once they are seen to meet).
 func stripeIndex() int {
 	var marker byte
 	h := uint64(uintptr(unsafe.Pointer(&marker))>>11) * 0x9E3779B97F4A7C15
