@@ -244,7 +244,8 @@ func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool) (Permit, error) 
 			return b.rejection()
 		}
 	case HalfOpen:
-		if busy := b.probeBusy.Load() - now; busy > 0 && (busy <= int64(b.policy.ProbeLease) || b.clk == nil) {
+		// Compared before subtracting: the "no probe busy" sentinel is MinInt64.
+		if pb := b.probeBusy.Load(); pb > now && (pb-now <= int64(b.policy.ProbeLease) || b.clk == nil) {
 			b.countRejection()
 			return b.rejection()
 		}
