@@ -1,0 +1,5 @@
+package fleet_test
+
+const childEnv = "AGENTBREAKER_FLEET_CHILD"
+
+func replicaChild() {}

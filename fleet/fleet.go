@@ -1,0 +1,456 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/fleetlink"
+	"github.com/agentbreaker/agentbreaker/redact"
+)
+
+// ErrClosed is returned by Attach after Close.
+var ErrClosed = errors.New("fleet: closed")
+
+// Fleet shares the state of breakers across the replicas of one application through
+// Redis. It is safe for concurrent use.
+//
+// Calls never touch Redis: a breaker attached to a fleet decides every call locally, as
+// it does alone, and one goroutine per Fleet syncs every SyncInterval (and at once when
+// a breaker trips, settles a probe or is operated). When Redis cannot be reached the
+// breakers decide alone until it answers again.
+type Fleet struct {
+	cfg     Config
+	rdb     *redis.Client
+	wake    chan struct{}
+	done    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+
+	mu      sync.Mutex // guards the fields below
+	closed  bool
+	members []*member
+	byName  map[string]*member
+	maps    []*dependencymap.Map
+
+	// Loop only.
+	loaded bool // the script is loaded in the server
+	down   bool // the last sync failed
+	downAt time.Time
+
+	stats struct {
+		syncs, failures, outages, commands, published, lost, leases atomic.Int64
+	}
+}
+
+// member is one attached breaker.
+type member struct {
+	b    *breaker.Breaker
+	keys []string
+	gen  int64 // the fleet generation last applied; -1 before the first sync
+
+	mu     sync.Mutex // guards status
+	status Status
+}
+
+// New connects nothing yet: it validates cfg and starts the sync loop, which dials
+// Redis on its first sync. It returns a *ConfigError naming the first invalid field.
+func New(cfg Config) (*Fleet, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Replica == "" {
+		host, _ := os.Hostname()
+		cfg.Replica = fmt.Sprintf("%s-%d-%08x", host, os.Getpid(), rand.Uint32())
+	}
+	f := &Fleet{
+		cfg: cfg,
+		rdb: redis.NewClient(&redis.Options{
+			Addr:                  cfg.Addr,
+			Username:              cfg.Username,
+			Password:              cfg.Password,
+			DB:                    cfg.DB,
+			TLSConfig:             cfg.TLS,
+			DialTimeout:           cfg.OpTimeout,
+			DialerRetries:         1,
+			ReadTimeout:           cfg.OpTimeout,
+			WriteTimeout:          cfg.OpTimeout,
+			ContextTimeoutEnabled: true,
+			MaxRetries:            -1, // a retry would outlast OpTimeout; the next sync retries
+			PoolSize:              2,
+			PoolTimeout:           cfg.OpTimeout,
+			DisableIdentity:       true,
+			MaintNotificationsConfig: &maintnotifications.Config{
+				Mode: maintnotifications.ModeDisabled,
+			},
+		}),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		stopped: make(chan struct{}),
+		byName:  map[string]*member{},
+	}
+	go f.loop()
+	return f, nil
+}
+
+// MustNew is New for configurations known to be valid; it panics on error.
+func MustNew(cfg Config) *Fleet {
+	f, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// Replica returns the name this replica goes by in Redis.
+func (f *Fleet) Replica() string { return f.cfg.Replica }
+
+// Attach shares b's state with the fleet from the next sync on. A breaker belongs to
+// one fleet at a time, and a fleet holds one breaker per name. Operating an attached
+// breaker (ForceOpen, ForceClosed, Reset) applies to the whole fleet.
+func (f *Fleet) Attach(b *breaker.Breaker) error {
+	if err := redact.CheckName("breaker name", b.Name()); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	if other, ok := f.byName[b.Name()]; ok {
+		if other.b == b {
+			return nil
+		}
+		return fmt.Errorf("fleet: a breaker named %q is already attached", b.Name())
+	}
+	if err := fleetlink.Attach(b, f.poke); err != nil {
+		return err
+	}
+	m := &member{b: b, keys: f.keys(b), gen: -1}
+	m.status = Status{Breaker: b.Name()}
+	f.members = append(f.members, m)
+	f.byName[b.Name()] = m
+	f.poke()
+	return nil
+}
+
+// AttachMap attaches every breaker of m, now and as m creates them on demand (each
+// sync picks up new ones), so code that builds its breakers through a dependencymap
+// (the callbacks plugin, model failover) joins the fleet without other changes.
+func (f *Fleet) AttachMap(m *dependencymap.Map) error {
+	for _, b := range m.Breakers() {
+		if err := f.Attach(b); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	f.maps = append(f.maps, m)
+	return nil
+}
+
+// Close stops the sync loop and detaches every breaker, which decide alone from then
+// on. It does not touch the fleet's state in Redis. Close is idempotent.
+func (f *Fleet) Close() error {
+	f.once.Do(func() {
+		f.mu.Lock()
+		f.closed = true
+		f.mu.Unlock()
+		close(f.done)
+		<-f.stopped
+		f.mu.Lock()
+		for _, m := range f.members {
+			fleetlink.Detach(m.b)
+		}
+		f.mu.Unlock()
+		_ = f.rdb.Close()
+	})
+	return nil
+}
+
+// poke asks the loop for a sync soon. It never blocks: it may run under a breaker's lock.
+func (f *Fleet) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *Fleet) loop() {
+	defer close(f.stopped)
+	t := time.NewTicker(f.cfg.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.done:
+			return
+		case <-t.C:
+		case <-f.wake:
+		}
+		f.sync()
+	}
+}
+
+// sync runs one round: every breaker's script in one pipeline, one round trip.
+func (f *Fleet) sync() {
+	members := f.current()
+	if len(members) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.OpTimeout)
+	defer cancel()
+	start := time.Now()
+	if !f.loaded {
+		f.stats.commands.Add(1)
+		if err := syncScript.Load(ctx, f.rdb).Err(); err != nil {
+			f.failed(members, err)
+			return
+		}
+		f.loaded = true
+	}
+	reports := make([]fleetlink.Report, len(members))
+	cmds := make([]*redis.Cmd, len(members))
+	pipe := f.rdb.Pipeline()
+	for i, m := range members {
+		reports[i] = fleetlink.Read(m.b)
+		cmds[i] = syncScript.EvalSha(ctx, pipe, m.keys, f.args(m, reports[i])...)
+	}
+	f.stats.commands.Add(int64(len(members)))
+	_, err := pipe.Exec(ctx)
+	if err != nil {
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			f.loaded = false // the server lost its scripts (restarted, flushed): load again
+		}
+		f.failed(members, err)
+		return
+	}
+	f.stats.syncs.Add(1)
+	if f.down {
+		f.down = false
+		f.cfg.Logger.Info("fleet: Redis reachable again; breakers are fleet-wide",
+			"app", f.cfg.App, "replica", f.cfg.Replica, "outage", time.Since(f.downAt).Round(time.Millisecond))
+	}
+	for i, m := range members {
+		f.apply(m, reports[i], cmds[i], start)
+	}
+}
+
+// current returns the attached breakers, first attaching those the maps created since.
+func (f *Fleet) current() []*member {
+	f.mu.Lock()
+	maps := f.maps
+	f.mu.Unlock()
+	for _, dm := range maps {
+		for _, b := range dm.Breakers() {
+			f.mu.Lock()
+			_, ok := f.byName[b.Name()]
+			f.mu.Unlock()
+			if !ok {
+				_ = f.Attach(b) // a name that fails CheckName stays local
+			}
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*member(nil), f.members...)
+}
+
+// failed puts every breaker back on its own until Redis answers.
+func (f *Fleet) failed(members []*member, err error) {
+	f.stats.failures.Add(1)
+	for _, m := range members {
+		fleetlink.Release(m.b)
+		m.mu.Lock()
+		m.status.FleetWide = false
+		m.mu.Unlock()
+	}
+	if !f.down {
+		f.down, f.downAt = true, time.Now()
+		f.stats.outages.Add(1)
+		f.cfg.Logger.Warn("fleet: Redis unreachable; breakers decide locally until it answers",
+			"app", f.cfg.App, "replica", f.cfg.Replica, "error", errorClass(err))
+	}
+}
+
+// errorClass names an error from Redis or the network without its text.
+func errorClass(err error) string {
+	var ne interface{ Timeout() bool }
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case redis.HasErrorPrefix(err, "NOSCRIPT"):
+		return "noscript"
+	case errors.Is(err, redis.ErrClosed):
+		return "client_closed"
+	default:
+		return "unreachable"
+	}
+}
+
+func (f *Fleet) args(m *member, r fleetlink.Report) []any {
+	p := m.b.Policy()
+	slowRate := 0.0
+	if p.SlowCallThreshold > 0 {
+		slowRate = p.SlowCallRateThreshold
+	}
+	jitter := max(p.Jitter, 0)
+	minCalls := p.MinimumCalls
+	if p.WindowCalls > 0 {
+		minCalls = min(minCalls, p.WindowCalls)
+	}
+	want := "0"
+	if r.Want {
+		want = "1"
+	}
+	return []any{
+		f.cfg.Replica, m.gen, kindOf(r),
+		r.Calls, r.Failures, r.Slow,
+		ceilMillis(r.NotBefore), want,
+		minCalls, p.FailureRateThreshold, slowRate,
+		p.Cooldown.Milliseconds(), p.CooldownMultiplier, p.MaxCooldown.Milliseconds(), jitter, rand.Float64(),
+		max(p.ProbeLease.Milliseconds(), 1), (3 * f.cfg.SyncInterval).Milliseconds(),
+		f.cfg.KeyTTL.Milliseconds(), f.cfg.HistoryLen,
+	}
+}
+
+func ceilMillis(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
+
+// kindOf says what the breaker did by itself since it last applied the fleet's state.
+func kindOf(r fleetlink.Report) int {
+	if !r.Dirty {
+		return kindNone
+	}
+	st, c := breaker.State(r.State), breaker.Cause(r.Cause)
+	switch {
+	case c == breaker.CauseOperator && st == breaker.ForcedOpen:
+		return kindForceOpen
+	case c == breaker.CauseOperator && st == breaker.ForcedClosed:
+		return kindForceClosed
+	case c == breaker.CauseOperator && st == breaker.Closed:
+		return kindReset
+	case st == breaker.Open && c == breaker.CauseFailureRate:
+		return kindTripFailures
+	case st == breaker.Open && c == breaker.CauseSlowCallRate:
+		return kindTripSlow
+	case st == breaker.Open && c == breaker.CauseProbeFailed:
+		return kindProbeFailed
+	case st == breaker.Closed && c == breaker.CauseProbeSucceeded:
+		return kindProbeSucceeded
+	}
+	return kindNone // a local half-open while Redis was away: the fleet's state wins
+}
+
+// apply reads one breaker's script result and applies the fleet's state to it.
+func (f *Fleet) apply(m *member, r fleetlink.Report, cmd *redis.Cmd, start time.Time) {
+	res, err := cmd.Slice()
+	if err != nil || len(res) < 11 {
+		f.stats.failures.Add(1)
+		fleetlink.Release(m.b)
+		return
+	}
+	st, _ := res[0].(string)
+	gen, reopenIn, fp, mine, lease, moved := toInt(res[1]), toInt(res[2]), toInt(res[3]), toInt(res[4]), toInt(res[5]), toInt(res[6])
+	cause, _ := res[7].(string)
+	if k := kindOf(r); k != kindNone {
+		if moved == 1 {
+			f.stats.published.Add(1)
+		} else {
+			f.stats.lost.Add(1)
+		}
+	}
+	fleetState := parseState(st)
+	a := fleetlink.Adopt{
+		IfLocalGen:   r.LocalGen,
+		State:        uint8(fleetState),
+		Cause:        uint8(parseCause(cause)),
+		Reason:       fmt.Sprintf("fleet generation %d: %s", gen, cause),
+		FailedProbes: int(fp),
+		Hold:         2*f.cfg.SyncInterval + f.cfg.OpTimeout,
+		Defer:        f.cfg.SyncInterval,
+	}
+	// The round trip took part of the wait already: count from when it began.
+	elapsed := time.Since(start)
+	switch fleetState {
+	case breaker.Open:
+		a.ReopenIn = max(time.Duration(reopenIn)*time.Millisecond-elapsed, 0)
+	case breaker.HalfOpen:
+		if mine == 1 {
+			a.Probes = m.b.Policy().HalfOpenProbes
+		} else {
+			// Another replica holds the probe: wait for it, as an open breaker.
+			a.State = uint8(breaker.Open)
+			if lease > 0 {
+				a.ReopenIn = max(time.Duration(lease)*time.Millisecond-elapsed, 0)
+			}
+		}
+	}
+	to := breaker.State(a.State)
+	// A new period of the same state starts afresh (a closed window empties, a re-leased
+	// probe gets its budget), unless this replica's own report made it.
+	a.NewPeriod = moved == 0 && m.gen >= 0 && gen != m.gen && (to == breaker.Closed || to == breaker.HalfOpen)
+	if mine == 1 && int64(gen) != m.gen {
+		f.stats.leases.Add(1)
+	}
+	applied := fleetlink.Apply(m.b, a)
+	if applied {
+		m.gen = gen
+	}
+	m.mu.Lock()
+	m.status.FleetWide = true
+	m.status.State = fleetState
+	m.status.Generation = uint64(gen)
+	m.status.ProbeHolder = mine == 1
+	m.status.LastSync = time.Now()
+	m.status.Calls, m.status.Failures, m.status.SlowCalls = toInt(res[8]), toInt(res[9]), toInt(res[10])
+	m.mu.Unlock()
+	if !applied {
+		f.poke() // the breaker changed meanwhile: publish it at once
+	}
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func parseState(s string) breaker.State {
+	for _, st := range []breaker.State{breaker.Closed, breaker.ForcedClosed, breaker.Open, breaker.HalfOpen, breaker.ForcedOpen} {
+		if st.String() == s {
+			return st
+		}
+	}
+	return breaker.Closed
+}
+
+func parseCause(s string) breaker.Cause {
+	if s == "probe_lease_expired" {
+		return breaker.CauseCooldownElapsed
+	}
+	for c := breaker.CauseFailureRate; c <= breaker.CauseOperator; c++ {
+		if c.String() == s {
+			return c
+		}
+	}
+	return breaker.CauseOperator
+}
