@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -107,7 +106,7 @@ func checkHistory(t *testing.T, h []transition) {
 	}
 }
 
-func histKey(f *fleet.Fleet, name string) string  { return f.KeyPrefix("v1", name) + "hist" }
+func histKey(f *fleet.Fleet, name string) string { return f.KeyPrefix("v1", name) + "hist" }
 
 func fail(b *breaker.Breaker, n int) {
 	for range n {
@@ -117,4 +116,3 @@ func fail(b *breaker.Breaker, n int) {
 	}
 }
 
-var _ = strings.Join

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -263,5 +262,4 @@ func TestKilledProberFreesTheProbeWhenItsLeaseExpires(t *testing.T) {
 		}
 	}
 	stopReplicas(t, alive)
-	_ = strings.TrimSpace
 }
