@@ -20,7 +20,7 @@ import (
 // and removes the test's keys when it ends.
 func testApp(t *testing.T) (addr, app string) {
 	t.Helper()
-	addr = testenv.RedisAddr(t)
+	addr = testRedis(t)
 	app = "t-" + regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-") + fmt.Sprintf("-%08x", rand.Uint32())
 	t.Cleanup(func() {
 		c := redis.NewClient(&redis.Options{Addr: addr})
@@ -32,6 +32,11 @@ func testApp(t *testing.T) (addr, app string) {
 		}
 	})
 	return addr, app
+}
+
+func testRedis(t *testing.T) string {
+	t.Helper()
+	return testenv.RedisAddr(t)
 }
 
 func newFleet(t *testing.T, addr, app, replica string, interval time.Duration) *fleet.Fleet {
