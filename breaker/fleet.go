@@ -34,14 +34,6 @@ func init() {
 	fleetlink.Detach = func(v any) { v.(*Breaker).fleetDetach() }
 	fleetlink.Read = func(v any) fleetlink.Report { return v.(*Breaker).fleetRead() }
 	fleetlink.Apply = func(v any, a fleetlink.Adopt) bool { return v.(*Breaker).fleetApply(a) }
-	fleetlink.Release = func(v any) {
-		b := v.(*Breaker)
-		b.mu.Lock()
-		if b.fleet != nil {
-			b.fleet.hold.Store(0)
-		}
-		b.mu.Unlock()
-	}
 }
 
 func (b *Breaker) fleetAttach(wake func()) error {

@@ -45,7 +45,10 @@ func replicaChild() {
 		outMu.Unlock()
 	}
 	f := fleet.MustNew(fleet.Config{Addr: spec.Addr, App: spec.App, Prefix: "abtest", Replica: spec.Replica,
-		SyncInterval: spec.Interval, OpTimeout: min(spec.Interval, 100*time.Millisecond)})
+		SyncInterval: spec.Interval, OpTimeout: min(spec.Interval, 100*time.Millisecond),
+		// A round trip made slow by a loaded test machine must not count as an outage
+		// (after which each replica would probe alone, as designed).
+		LocalAfter: 2 * time.Second})
 	b := breaker.MustNew(breaker.Config{Name: "search", Policy: breaker.Policy{
 		MinimumCalls: spec.MinCalls, FailureRateThreshold: 0.5, Window: 30 * time.Second,
 		Cooldown: spec.Cooldown, Jitter: -1, ProbeLease: spec.ProbeLease, Version: "v1",

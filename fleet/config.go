@@ -45,6 +45,11 @@ type Config struct {
 	// breakers decide alone until Redis answers again. Between 1ms and SyncInterval.
 	// Defaults to 200ms (or SyncInterval, if that is shorter).
 	OpTimeout time.Duration
+	// LocalAfter is how long a breaker keeps following the fleet after its last
+	// successful sync: past it (Redis down, slow or partitioned) the breaker decides
+	// alone, probes included. A sync that fails once does not split the fleet. Between
+	// SyncInterval+OpTimeout and 1m. Defaults to 3×SyncInterval + OpTimeout.
+	LocalAfter time.Duration
 	// KeyTTL is the expiry of every key, renewed by each sync: when no replica has
 	// synced a breaker for this long its keys vanish. Between 1m and 30 days, and more
 	// than the longest cooldown you use. Defaults to 24h.
@@ -76,6 +81,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = min(DefaultOpTimeout, c.SyncInterval)
+	}
+	if c.LocalAfter == 0 {
+		c.LocalAfter = 3*c.SyncInterval + c.OpTimeout
 	}
 	if c.KeyTTL == 0 {
 		c.KeyTTL = DefaultKeyTTL
@@ -120,6 +128,8 @@ func (c Config) validate() error {
 		return bad("SyncInterval", c.SyncInterval, "must be between 50ms and 10s")
 	case c.OpTimeout < time.Millisecond || c.OpTimeout > c.SyncInterval:
 		return bad("OpTimeout", c.OpTimeout, "must be between 1ms and SyncInterval ("+c.SyncInterval.String()+")")
+	case c.LocalAfter < c.SyncInterval+c.OpTimeout || c.LocalAfter > time.Minute:
+		return bad("LocalAfter", c.LocalAfter, "must be between SyncInterval+OpTimeout ("+(c.SyncInterval+c.OpTimeout).String()+") and 1m")
 	case c.KeyTTL < time.Minute || c.KeyTTL > 30*24*time.Hour:
 		return bad("KeyTTL", c.KeyTTL, "must be between 1m and 720h")
 	case c.HistoryLen < 10 || c.HistoryLen > 100000:

@@ -218,7 +218,7 @@ func (f *Fleet) sync() {
 	if !f.loaded {
 		f.stats.commands.Add(1)
 		if err := syncScript.Load(ctx, f.rdb).Err(); err != nil {
-			f.failed(members, err)
+			f.failed(err)
 			return
 		}
 		f.loaded = true
@@ -236,7 +236,7 @@ func (f *Fleet) sync() {
 		if redis.HasErrorPrefix(err, "NOSCRIPT") {
 			f.loaded = false // the server lost its scripts (restarted, flushed): load again
 		}
-		f.failed(members, err)
+		f.failed(err)
 		return
 	}
 	f.stats.syncs.Add(1)
@@ -270,15 +270,10 @@ func (f *Fleet) current() []*member {
 	return append([]*member(nil), f.members...)
 }
 
-// failed puts every breaker back on its own until Redis answers.
-func (f *Fleet) failed(members []*member, err error) {
+// failed notes a sync that did not reach Redis. The breakers keep following the fleet
+// until LocalAfter has passed since their last sync, then decide alone.
+func (f *Fleet) failed(err error) {
 	f.stats.failures.Add(1)
-	for _, m := range members {
-		fleetlink.Release(m.b)
-		m.mu.Lock()
-		m.status.FleetWide = false
-		m.mu.Unlock()
-	}
 	if !f.down {
 		f.down, f.downAt = true, time.Now()
 		f.stats.outages.Add(1)
@@ -359,8 +354,7 @@ func kindOf(r fleetlink.Report) int {
 func (f *Fleet) apply(m *member, r fleetlink.Report, cmd *redis.Cmd, start time.Time) {
 	res, err := cmd.Slice()
 	if err != nil || len(res) < 11 {
-		f.stats.failures.Add(1)
-		fleetlink.Release(m.b)
+		f.stats.failures.Add(1) // this breaker's hold runs out unless the next sync works
 		return
 	}
 	st, _ := res[0].(string)
@@ -380,7 +374,7 @@ func (f *Fleet) apply(m *member, r fleetlink.Report, cmd *redis.Cmd, start time.
 		Cause:        uint8(parseCause(cause)),
 		Reason:       fmt.Sprintf("fleet generation %d: %s", gen, cause),
 		FailedProbes: int(fp),
-		Hold:         2*f.cfg.SyncInterval + f.cfg.OpTimeout,
+		Hold:         f.cfg.LocalAfter,
 		Defer:        f.cfg.SyncInterval,
 	}
 	// The round trip took part of the wait already: count from when it began.

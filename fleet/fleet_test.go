@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
 )
 
 // Two replicas in one process, each with its own client: a trip on one reaches the
@@ -49,4 +50,70 @@ func TestTripReachesEveryReplicaAndOneProbeCloses(t *testing.T) {
 	h := history(t, addr, histKey(fa, "crm"))
 	checkHistory(t, h)
 	require.Len(t, h, 3, "%+v", h)
+}
+
+// Breakers a dependency map creates on demand join the fleet at the next sync.
+func TestAttachMapPicksUpBreakersCreatedOnDemand(t *testing.T) {
+	t.Parallel()
+	addr, app := testApp(t)
+	f := newFleet(t, addr, app, "a", 50*time.Millisecond)
+	deps := dependencymap.MustNew(dependencymap.Config{PolicyVersion: "v1",
+		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}}})
+	require.NoError(t, f.AttachMap(deps))
+	_, ok := f.Status("crm")
+	require.True(t, ok)
+	_, ok = f.Status("web_search")
+	require.False(t, ok)
+	_, err := deps.ForTool("web_search") // unannotated: its own breaker, created now
+	require.NoError(t, err)
+	eventually(t, 5*time.Second, "the new breaker is fleet-wide", func() bool {
+		s, ok := f.Status("web_search")
+		return ok && s.FleetWide
+	})
+}
+
+// A delay the dependency stated to one replica holds for every replica.
+func TestRetryAfterFloorsTheWholeFleet(t *testing.T) {
+	t.Parallel()
+	addr, app := testApp(t)
+	fa, fb := newFleet(t, addr, app, "a", 50*time.Millisecond), newFleet(t, addr, app, "b", 50*time.Millisecond)
+	a := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Second)})
+	b := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Second)})
+	require.NoError(t, fa.Attach(a))
+	require.NoError(t, fb.Attach(b))
+	eventually(t, 5*time.Second, "both fleet-wide", func() bool {
+		sa, _ := fa.Status("crm")
+		sb, _ := fb.Status("crm")
+		return sa.FleetWide && sb.FleetWide
+	})
+	late, err := a.Allow()
+	require.NoError(t, err)
+	fail(a, 10)
+	eventually(t, 5*time.Second, "b open", func() bool { return b.State() == breaker.Open })
+	require.Less(t, b.RetryAfter(), 2*time.Second)
+	late.Report(breaker.Report{Verdict: breaker.Failure, RetryAfter: time.Minute})
+	eventually(t, 5*time.Second, "b waits the minute a was told", func() bool {
+		return b.RetryAfter() > 50*time.Second
+	})
+}
+
+// ForceClosed on one replica switches the breaker off on every replica; Reset puts
+// every replica back to closed.
+func TestOperatorActionsApplyFleetWide(t *testing.T) {
+	t.Parallel()
+	addr, app := testApp(t)
+	fa, fb := newFleet(t, addr, app, "a", 50*time.Millisecond), newFleet(t, addr, app, "b", 50*time.Millisecond)
+	a := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Second)})
+	b := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Second)})
+	require.NoError(t, fa.Attach(a))
+	require.NoError(t, fb.Attach(b))
+	a.ForceClosed("maintenance")
+	eventually(t, 5*time.Second, "b forced closed", func() bool { return b.State() == breaker.ForcedClosed })
+	fail(b, 20)
+	require.Equal(t, breaker.ForcedClosed, b.State(), "a forced-closed breaker never trips")
+	b.ForceOpen("incident")
+	eventually(t, 5*time.Second, "a forced open", func() bool { return a.State() == breaker.ForcedOpen })
+	a.Reset("over")
+	eventually(t, 5*time.Second, "b closed", func() bool { return b.State() == breaker.Closed })
+	checkHistory(t, history(t, addr, histKey(fa, "crm")))
 }

@@ -120,4 +120,3 @@ func fail(b *breaker.Breaker, n int) {
 		}
 	}
 }
-

@@ -11,9 +11,9 @@ import (
 // Status is what a replica knows of one breaker's fleet-wide state.
 type Status struct {
 	Breaker string
-	// FleetWide is true while the breaker follows the fleet: its last sync succeeded.
-	// False means it decides alone (Redis unreachable, or not synced yet): its state is
-	// local to this replica.
+	// FleetWide is true while the breaker follows the fleet: it synced within
+	// Config.LocalAfter. False means it decides alone (Redis unreachable, or not synced
+	// yet): its state is local to this replica.
 	FleetWide bool
 	// State and Generation are the fleet's, as last read from Redis.
 	State      breaker.State
@@ -38,9 +38,8 @@ func (f *Fleet) Status(name string) (Status, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.status
-	if !s.LastSync.IsZero() && time.Since(s.LastSync) > 2*f.cfg.SyncInterval+f.cfg.OpTimeout {
-		s.FleetWide = false // the hold ran out: the breaker decides alone
-	}
+	// Past LocalAfter without a sync the breaker decides alone.
+	s.FleetWide = !s.LastSync.IsZero() && time.Since(s.LastSync) < f.cfg.LocalAfter
 	return s, true
 }
 

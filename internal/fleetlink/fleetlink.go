@@ -58,6 +58,4 @@ var (
 	// Apply applies the fleet's state to b and reports whether it did (false when b
 	// changed by itself since the report, or is not linked).
 	Apply func(b any, a Adopt) bool
-	// Release ends the fleet's hold at once (Redis is unreachable): b decides alone.
-	Release func(b any)
 )
