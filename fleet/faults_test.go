@@ -65,7 +65,9 @@ func TestRedisFaultsLeaveCallsLocalAndReplicasConverge(t *testing.T) {
 				require.NoError(t, err)
 				t.Cleanup(func() { f.Close() })
 				b := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Minute),
-					OnStateChange: []func(breaker.Event){func(e breaker.Event) { t.Logf("%s %s: %s -> %s (%s)", time.Now().Format("15:04:05.000"), replica, e.From, e.To, e.Reason) }}})
+					OnStateChange: []func(breaker.Event){func(e breaker.Event) {
+						t.Logf("%s %s: %s -> %s (%s)", time.Now().Format("15:04:05.000"), replica, e.From, e.To, e.Reason)
+					}}})
 				require.NoError(t, f.Attach(b))
 				return f, b
 			}
