@@ -75,6 +75,8 @@ func TestRedisFaultsLeaveCallsLocalAndReplicasConverge(t *testing.T) {
 			fb, b := mk("b")
 			wide := func(f *fleet.Fleet) bool { s, _ := f.Status("crm"); return s.FleetWide }
 			eventually(t, 5*time.Second, "fleet-wide", func() bool { return wide(fa) && wide(fb) })
+			require.Equal(t, "fleet", fa.Scope("crm"))
+			require.Equal(t, "", fa.Scope("unknown"))
 
 			// Calls on b all along: none may fail or wait.
 			var calls, firstErr, slowest atomic.Int64
@@ -106,6 +108,7 @@ func TestRedisFaultsLeaveCallsLocalAndReplicasConverge(t *testing.T) {
 
 			fault.apply(proxy)
 			eventually(t, 5*time.Second, "both local", func() bool { return !wide(fa) && !wide(fb) })
+			require.Equal(t, "local", fa.Scope("crm"))
 			fail(a, 10) // a trips alone: Redis cannot hear it
 			require.Equal(t, breaker.Open, a.State())
 			time.Sleep(3 * interval)

@@ -104,3 +104,17 @@ func escape(s string) string {
 	e := url.PathEscape(s)
 	return strings.NewReplacer(":", "%3A", "{", "%7B", "}", "%7D", "+", "%2B", "=", "%3D", "$", "%24", "&", "%26", ",", "%2C", ";", "%3B", "!", "%21", "'", "%27", "(", "%28", ")", "%29", "*", "%2A", "/", "%2F").Replace(e)
 }
+
+// Scope returns "fleet" while the named breaker follows the fleet, "local" while it
+// decides alone (Redis unreachable, or not synced yet), and "" when no breaker of that
+// name is attached: the form an admin page shows next to the breaker's state.
+func (f *Fleet) Scope(name string) string {
+	s, ok := f.Status(name)
+	switch {
+	case !ok:
+		return ""
+	case s.FleetWide:
+		return "fleet"
+	}
+	return "local"
+}
