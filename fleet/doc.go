@@ -24,8 +24,11 @@
 // generation, so the fleet's history can be audited.
 //
 // When Redis is down, slow or partitioned, the sync fails after OpTimeout, the replica
-// logs it once, counts it in Stats, and its breakers decide alone (Status reports them
-// as local); when Redis answers again they resynchronise at the next sync. Windows are
+// logs it once per outage and counts it in Stats; its breakers keep the fleet's last
+// state for LocalAfter, then decide alone (Status and Scope report them as local).
+// When Redis answers again they resynchronise at the next sync: what a breaker did
+// alone meanwhile (a trip, an operator's action) is published if the fleet has not
+// moved on, and the fleet's state is applied. Windows are
 // stored as each replica's current totals, not as increments, so a sync that failed or
 // was repeated can never count a call twice; a replica that stops syncing drops out of
 // the fleet's window after three intervals.

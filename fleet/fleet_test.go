@@ -66,10 +66,14 @@ func TestAttachMapPicksUpBreakersCreatedOnDemand(t *testing.T) {
 	require.False(t, ok)
 	_, err := deps.ForTool("web_search") // unannotated: its own breaker, created now
 	require.NoError(t, err)
-	eventually(t, 5*time.Second, "the new breaker is fleet-wide", func() bool {
-		s, ok := f.Status("web_search")
-		return ok && s.FleetWide
-	})
+	model, err := deps.ForModel("gemini-2.5-flash", "europe-west4") // model routes too
+	require.NoError(t, err)
+	for _, name := range []string{"web_search", model.Name()} {
+		eventually(t, 5*time.Second, name+" is fleet-wide", func() bool {
+			s, ok := f.Status(name)
+			return ok && s.FleetWide
+		})
+	}
 }
 
 // A delay the dependency stated to one replica holds for every replica.
