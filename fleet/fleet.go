@@ -59,6 +59,9 @@ type member struct {
 	b    *breaker.Breaker
 	keys []string
 	gen  int64 // the fleet generation last applied; -1 before the first sync
+	// republish is set when Redis lost the breaker's state (restarted without its data,
+	// keys deleted): the next sync publishes the breaker's state again.
+	republish bool
 
 	mu     sync.Mutex // guards status
 	status Status
@@ -308,12 +311,23 @@ func (f *Fleet) args(m *member, r fleetlink.Report) []any {
 	if p.WindowCalls > 0 {
 		minCalls = min(minCalls, p.WindowCalls)
 	}
+	kind := kindOf(r)
+	if kind == kindNone && m.republish {
+		switch breaker.State(r.State) {
+		case breaker.Open, breaker.HalfOpen:
+			kind = kindTripFailures
+		case breaker.ForcedOpen:
+			kind = kindForceOpen
+		case breaker.ForcedClosed:
+			kind = kindForceClosed
+		}
+	}
 	want := "0"
 	if r.Want {
 		want = "1"
 	}
 	return []any{
-		f.cfg.Replica, m.gen, kindOf(r),
+		f.cfg.Replica, m.gen, kind,
 		r.Calls, r.Failures, r.Slow,
 		ceilMillis(r.NotBefore), want,
 		minCalls, p.FailureRateThreshold, slowRate,
@@ -368,6 +382,14 @@ func (f *Fleet) apply(m *member, r fleetlink.Report, cmd *redis.Cmd, start time.
 		}
 	}
 	fleetState := parseState(st)
+	m.republish = false
+	if m.gen > 0 && gen < m.gen {
+		// Generations only grow: Redis lost this breaker's state. Keep the local state
+		// and publish it at once rather than follow a fleet that forgot.
+		m.gen, m.republish = gen, true
+		f.poke()
+		return
+	}
 	a := fleetlink.Adopt{
 		IfLocalGen:   r.LocalGen,
 		State:        uint8(fleetState),

@@ -1,9 +1,12 @@
 package fleet_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
@@ -119,5 +122,45 @@ func TestOperatorActionsApplyFleetWide(t *testing.T) {
 	eventually(t, 5*time.Second, "a forced open", func() bool { return a.State() == breaker.ForcedOpen })
 	a.Reset("over")
 	eventually(t, 5*time.Second, "b closed", func() bool { return b.State() == breaker.Closed })
+	checkHistory(t, history(t, addr, histKey(fa, "crm")))
+}
+
+// Redis restarted without its data (the breaker's keys are gone): the replicas do not
+// follow a fleet that forgot; they publish their open state again.
+func TestRedisLosingItsDataKeepsTheFleetOpen(t *testing.T) {
+	t.Parallel()
+	addr, app := testApp(t)
+	fa, fb := newFleet(t, addr, app, "a", 50*time.Millisecond), newFleet(t, addr, app, "b", 50*time.Millisecond)
+	var closedEvents atomic.Int64
+	onClose := []func(breaker.Event){func(e breaker.Event) {
+		if e.To == breaker.Closed {
+			closedEvents.Add(1)
+		}
+	}}
+	a := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Minute), OnStateChange: onClose})
+	b := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Minute), OnStateChange: onClose})
+	require.NoError(t, fa.Attach(a))
+	require.NoError(t, fb.Attach(b))
+	fail(a, 10) // before a's first sync: its trip still opens the fleet
+	eventually(t, 5*time.Second, "b open", func() bool { return b.State() == breaker.Open })
+	eventually(t, 5*time.Second, "both at generation 1", func() bool {
+		sa, _ := fa.Status("crm")
+		sb, _ := fb.Status("crm")
+		return sa.Generation == 1 && sb.Generation == 1
+	})
+
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	prefix := fa.KeyPrefix("v1", "crm")
+	require.NoError(t, c.Del(context.Background(), prefix+"state", prefix+"win", prefix+"lease", prefix+"hist").Err())
+
+	eventually(t, 5*time.Second, "the fleet is open again in Redis", func() bool {
+		h := history(t, addr, histKey(fa, "crm"))
+		return len(h) == 1 && h[0].To == "open"
+	})
+	time.Sleep(200 * time.Millisecond) // a few syncs
+	require.Equal(t, breaker.Open, a.State())
+	require.Equal(t, breaker.Open, b.State())
+	require.Zero(t, closedEvents.Load(), "a replica followed the empty Redis and closed")
 	checkHistory(t, history(t, addr, histKey(fa, "crm")))
 }

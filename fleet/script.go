@@ -55,7 +55,9 @@ local function open(why)
 end
 
 -- 1. What this replica did, against the generation it last saw.
-if (kind == 1 or kind == 2) and state == 'closed' and gen == mygen then
+-- (A replica that has not synced yet, mygen -1, tripped in the closed period it would
+-- have joined.)
+if (kind == 1 or kind == 2) and state == 'closed' and (gen == mygen or mygen < 0) then
   open(kind == 1 and 'failure_rate' or 'slow_call_rate'); moved = 1
 elseif kind == 3 and state == 'half_open' and gen == mygen and holder == me then
   fp, nb = 0, 0
