@@ -22,6 +22,9 @@ import "github.com/redis/go-redis/v9"
 // holds the lease, lease ms left (-2: none), 1 if this call's report moved the state,
 // cause of the last transition, fleet calls, failures, slow calls.
 var syncScript = redis.NewScript(`
+-- Reading TIME before writing needs effects replication: the default since Redis 5,
+-- the only mode since 7 (where this call is a no-op).
+if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local me, mygen, kind = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
