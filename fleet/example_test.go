@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -16,6 +15,10 @@ import (
 // every one it creates later (an unannotated tool, a model endpoint), is shared with
 // the other replicas. Calls are decided locally whether or not Redis answers.
 func ExampleFleet_AttachMap() {
+	redisAddr := os.Getenv("AGENTBREAKER_REDIS_ADDR")
+	if redisAddr == "" {
+		redisAddr = "127.0.0.1:6379"
+	}
 	deps, err := dependencymap.New(dependencymap.Config{
 		PolicyVersion: "2026-11",
 		Dependencies:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}}},
@@ -23,32 +26,27 @@ func ExampleFleet_AttachMap() {
 	if err != nil {
 		panic(err)
 	}
-	addr := os.Getenv("AGENTBREAKER_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	f, err := fleet.New(fleet.Config{
-		Addr:   addr,
-		App:    "support-agent",
-		Logger: slog.New(slog.DiscardHandler),
-	})
+
+	// One Fleet per process; every replica of the agent uses the same App.
+	f, err := fleet.New(fleet.Config{Addr: redisAddr, App: "support-agent"})
 	if err != nil {
-		panic(err)
+		panic(err) // a *agentbreaker.ConfigError naming the field and the value
 	}
 	defer f.Close()
+	// Every breaker of deps, now and those it creates on demand, is shared with the
+	// other replicas. The callbacks plugin and model failover take deps as before.
 	if err := f.AttachMap(deps); err != nil {
 		panic(err)
 	}
 
-	// The callbacks plugin and model failover take deps as they always do.
 	b, _ := deps.ForTool("lookup_customer")
-	p, err := b.Allow() // local: no Redis round trip
+	p, err := b.Allow() // decided locally: no Redis round trip, whether or not Redis answers
 	fmt.Println("allowed:", err == nil)
 	p.Success()
-	fmt.Println("attached:", f.Stats().Breakers)
+	fmt.Println("attached:", f.Stats().Breakers, f.Scope("crm") != "")
 	// Output:
 	// allowed: true
-	// attached: 1
+	// attached: 1 true
 }
 
 func ExampleNew_configError() {
