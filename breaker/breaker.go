@@ -70,9 +70,10 @@ type Breaker struct {
 	win           window
 	openedAt      int64
 	everOpened    bool  // openedAt is set (0 is a valid instant: the epoch)
+	hasNotBefore  bool  // notBefore is set; cleared when the breaker closes
+	delivering    bool  // (the three bools sit together: the struct stays in its size class)
 	notBefore     int64 // latest instant a dependency asked not to be called before
 	notBeforeSpan int64 // the delay that set notBefore, to survive a clock jumping back
-	hasNotBefore  bool  // notBefore is set; cleared when the breaker closes
 	failedProbes  int   // consecutive failed probes since the breaker last closed
 	admitted      int   // probes handed out this half-open period and not given back
 	succeeded     int   // probes that succeeded this half-open period
@@ -80,7 +81,7 @@ type Breaker struct {
 	nextToken     uint64
 	expired       int64 // probe leases that ran out, over the breaker's life
 	pending       []Event
-	delivering    bool
+	fleet         *fleetLink // set while attached to a fleet (package fleet); see fleet.go
 }
 
 type lease struct {
@@ -244,7 +245,8 @@ func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool) (Permit, error) 
 			return b.rejection()
 		}
 	case HalfOpen:
-		if busy := b.probeBusy.Load() - now; busy > 0 && (busy <= int64(b.policy.ProbeLease) || b.clk == nil) {
+		// Compared before subtracting: the "no probe busy" sentinel is MinInt64.
+		if pb := b.probeBusy.Load(); pb > now && (pb-now <= int64(b.policy.ProbeLease) || b.clk == nil) {
 			b.countRejection()
 			return b.rejection()
 		}
@@ -289,7 +291,7 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 		b.mu.Unlock()
 		return b.rejection()
 	case Open:
-		if now < b.reopenAt.Load() {
+		if now < b.reopenAt.Load() || b.fleetDefers(now) {
 			b.mu.Unlock()
 			return b.rejection()
 		}
@@ -298,7 +300,7 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 	}
 	// Half-open: hand out a probe lease if a slot is free.
 	b.expireLeases(now)
-	if b.admitted >= len(b.leases) {
+	if b.admitted >= len(b.leases) || !b.fleetProbeOK(now) {
 		b.mu.Unlock()
 		b.deliver()
 		return b.rejection()
@@ -466,6 +468,7 @@ func (b *Breaker) transition(now int64, to State, cause Cause, reason string) {
 	}
 	hook(hookTransitionBeforePublish)
 	b.storeSG(next)
+	b.fleetNoted(cause)
 	b.emit(now, from, to, cause, reason)
 }
 

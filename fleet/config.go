@@ -1,0 +1,139 @@
+package fleet
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker"
+	"github.com/agentbreaker/agentbreaker/redact"
+)
+
+// ConfigError reports one invalid configuration value. It is the module-wide
+// [agentbreaker.ConfigError].
+type ConfigError = agentbreaker.ConfigError
+
+// Config configures a Fleet.
+type Config struct {
+	// Addr is the Redis server, host:port. Required.
+	Addr string
+	// Username and Password authenticate to Redis (ACL or requirepass). Default to none.
+	Username, Password string
+	// DB is the Redis database number. Defaults to 0.
+	DB int
+	// TLS, when set, connects with TLS. Defaults to plain TCP.
+	TLS *tls.Config
+
+	// App names the application: every replica of one agent uses the same App, and
+	// agents with different Apps never share a breaker. Required; it must pass
+	// redact.CheckName.
+	App string
+	// Prefix begins every key. Defaults to "agentbreaker".
+	Prefix string
+	// Replica names this process in Redis (probe lease holder, window reports,
+	// transition history). Defaults to host name, process id and a random suffix.
+	Replica string
+
+	// SyncInterval is how often the replica flushes its windows and reads the fleet's
+	// state: every replica learns of a change within one interval. Between 50ms and 10s.
+	// Defaults to 500ms.
+	SyncInterval time.Duration
+	// OpTimeout bounds each sync's round trip to Redis (dial included). Redis runs only
+	// in the sync loop, never on a call's path; past this timeout the replica's
+	// breakers decide alone until Redis answers again. Between 1ms and SyncInterval.
+	// Defaults to 200ms (or SyncInterval, if that is shorter).
+	OpTimeout time.Duration
+	// LocalAfter is how long a breaker keeps following the fleet after its last
+	// successful sync: past it (Redis down, slow or partitioned) the breaker decides
+	// alone, probes included. A sync that fails once does not split the fleet. Between
+	// SyncInterval+OpTimeout and 1m. Defaults to 3×SyncInterval + OpTimeout.
+	LocalAfter time.Duration
+	// KeyTTL is the expiry of every key, renewed by each sync: when no replica has
+	// synced a breaker for this long its keys vanish. Between 1m and 30 days, and more
+	// than the longest cooldown you use. Defaults to 24h.
+	KeyTTL time.Duration
+	// HistoryLen is how many transitions each breaker's history stream keeps
+	// (approximately: trimmed with MAXLEN ~). Between 10 and 100000. Defaults to 1000.
+	HistoryLen int
+
+	// Logger receives one record when Redis becomes unreachable and one when it is
+	// back. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultPrefix       = "agentbreaker"
+	DefaultSyncInterval = 500 * time.Millisecond
+	DefaultOpTimeout    = 200 * time.Millisecond
+	DefaultKeyTTL       = 24 * time.Hour
+	DefaultHistoryLen   = 1000
+)
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = DefaultSyncInterval
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = min(DefaultOpTimeout, c.SyncInterval)
+	}
+	if c.LocalAfter == 0 {
+		c.LocalAfter = 3*c.SyncInterval + c.OpTimeout
+	}
+	if c.KeyTTL == 0 {
+		c.KeyTTL = DefaultKeyTTL
+	}
+	if c.HistoryLen == 0 {
+		c.HistoryLen = DefaultHistoryLen
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "fleet", Field: field, Value: v, Problem: problem}
+	}
+	if c.Addr == "" {
+		return bad("Addr", `""`, "is required (host:port of the Redis server)")
+	}
+	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
+		return bad("Addr", fmt.Sprintf("%q", c.Addr), "must be host:port")
+	}
+	if c.App == "" {
+		return bad("App", `""`, "is required: replicas of one agent share it")
+	}
+	if err := redact.CheckName("App", c.App); err != nil {
+		return err
+	}
+	if err := redact.CheckName("Prefix", c.Prefix); err != nil {
+		return err
+	}
+	if c.Replica != "" {
+		if err := redact.CheckName("Replica", c.Replica); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.DB < 0:
+		return bad("DB", c.DB, "must not be negative")
+	case c.SyncInterval < 50*time.Millisecond || c.SyncInterval > 10*time.Second:
+		return bad("SyncInterval", c.SyncInterval, "must be between 50ms and 10s")
+	case c.OpTimeout < time.Millisecond || c.OpTimeout > c.SyncInterval:
+		return bad("OpTimeout", c.OpTimeout, "must be between 1ms and SyncInterval ("+c.SyncInterval.String()+")")
+	case c.LocalAfter < c.SyncInterval+c.OpTimeout || c.LocalAfter > time.Minute:
+		return bad("LocalAfter", c.LocalAfter, "must be between SyncInterval+OpTimeout ("+(c.SyncInterval+c.OpTimeout).String()+") and 1m")
+	case c.KeyTTL < time.Minute || c.KeyTTL > 30*24*time.Hour:
+		return bad("KeyTTL", c.KeyTTL, "must be between 1m and 720h")
+	case c.HistoryLen < 10 || c.HistoryLen > 100000:
+		return bad("HistoryLen", c.HistoryLen, "must be between 10 and 100000")
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package fleet_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentbreaker/agentbreaker"
+	"github.com/agentbreaker/agentbreaker/fleet"
+)
+
+func TestConfigErrorsNameFieldAndValue(t *testing.T) {
+	ok := fleet.Config{Addr: "127.0.0.1:6379", App: "agent"}
+	tests := []struct {
+		name      string
+		edit      func(*fleet.Config)
+		wantField string
+		wantValue any
+	}{
+		{"no addr", func(c *fleet.Config) { c.Addr = "" }, "Addr", `""`},
+		{"addr without port", func(c *fleet.Config) { c.Addr = "redis" }, "Addr", `"redis"`},
+		{"no app", func(c *fleet.Config) { c.App = "" }, "App", `""`},
+		{"app with a newline", func(c *fleet.Config) { c.App = "a\nb" }, "App", `"a\nb"`},
+		{"replica with a tab", func(c *fleet.Config) { c.Replica = "r\t1" }, "Replica", `"r\t1"`},
+		{"negative db", func(c *fleet.Config) { c.DB = -1 }, "DB", -1},
+		{"interval too short", func(c *fleet.Config) { c.SyncInterval = 10 * time.Millisecond }, "SyncInterval", 10 * time.Millisecond},
+		{"interval too long", func(c *fleet.Config) { c.SyncInterval = time.Minute }, "SyncInterval", time.Minute},
+		{"timeout past the interval", func(c *fleet.Config) { c.OpTimeout = time.Second }, "OpTimeout", time.Second},
+		{"timeout negative", func(c *fleet.Config) { c.OpTimeout = -time.Second }, "OpTimeout", -time.Second},
+		{"ttl too short", func(c *fleet.Config) { c.KeyTTL = time.Second }, "KeyTTL", time.Second},
+		{"history too short", func(c *fleet.Config) { c.HistoryLen = 2 }, "HistoryLen", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := ok
+			tt.edit(&cfg)
+			f, err := fleet.New(cfg)
+			require.Nil(t, f)
+			var ce *agentbreaker.ConfigError
+			require.True(t, errors.As(err, &ce), "%v", err)
+			require.Equal(t, tt.wantField, ce.Field)
+			require.Contains(t, []string{"fleet", "redact"}, ce.Package)
+			if s, isString := tt.wantValue.(string); isString && ce.Package == "redact" {
+				require.Contains(t, err.Error(), s[1:len(s)-1])
+			} else {
+				require.Equal(t, tt.wantValue, ce.Value)
+			}
+		})
+	}
+	f, err := fleet.New(ok)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, f.Close(), "Close is idempotent")
+}
