@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"google.golang.org/adk/v2/agent"
 
+	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/redact"
@@ -186,7 +188,7 @@ func (c *Callbacks) answer(ctx agent.Context, in boundaryInput) map[string]any {
 		return boundedResult(in.result)
 	}
 	info := c.payloadInfo(ctx, in.cl.tool, in.cl.dep, in.args)
-	info.Class, info.RetryAfter = in.cls.Class, in.cls.RetryAfter
+	info.Class, info.RetryAfter = in.cls.Class, statedDelay(in.cl.breaker, in.cls.RetryAfter)
 	p := payloads.Failed(info)
 	if policy == ErrorTextBounded {
 		text := inBandText(in.result)
@@ -267,4 +269,14 @@ func (c *Callbacks) upstreamAttr(text string) slog.Attr {
 // errAttr is the log attribute for an error that may carry a dependency's text.
 func (c *Callbacks) errAttr(err error) slog.Attr {
 	return c.cfg.Redaction.Redactor.ErrorAttr("error", err)
+}
+
+// statedDelay is the delay a dependency stated, as the model is told it: capped by the
+// policy's MaxRetryAfter, like the hold that enforces it, so that the answer and the
+// calls let through later agree.
+func statedDelay(b *breaker.Breaker, d time.Duration) time.Duration {
+	if b != nil {
+		d = min(d, b.Policy().MaxRetryAfter)
+	}
+	return d
 }

@@ -79,7 +79,7 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 func (c *Callbacks) retryRefused(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, run *retry.Run, se *retry.StopError) map[string]any {
 	d := inv.tracker.ShortCircuit(dep)
 	last := run.Result().Last
-	in := payloads.Info{Dependency: dep, Tool: tool, Class: last.Class, RetryAfter: se.RetryAfter,
+	in := payloads.Info{Dependency: dep, Tool: tool, Class: last.Class, RetryAfter: statedDelay(b, se.RetryAfter),
 		Firm: d.Firm, ShortCircuits: d.Count, Alternatives: c.alternatives(tool)}
 	var p map[string]any
 	switch se.Reason {
