@@ -596,6 +596,3 @@ func requireNoUnsafeReplay(t *testing.T, w *world, srv *server, mutating map[str
 		}
 	}
 }
-
-
-
