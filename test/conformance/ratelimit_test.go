@@ -1,0 +1,170 @@
+package conformance_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/breakertest"
+	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/payloads"
+)
+
+// Case 3: 429 with and without Retry-After.
+//
+// With Retry-After: 30 (README: a stated delay "holds against the model while the
+// breaker is still closed: after a 429 with Retry-After: 30, the model's re-issue two
+// seconds later is answered locally and never reaches the dependency"; calls are
+// answered "with the agentbreaker.unavailable payload, the error_class of the answer
+// that asked (http_429) and retry_after_seconds set to the time left. The breaker, the
+// bulkhead and the retry budget are not asked"): re-issues at +2 s and +29 s are
+// answered locally with 28 and 1 seconds left; the re-issue at +31 s is the
+// operation's second attempt and reaches the server.
+//
+// Without Retry-After there is nothing to hold: the re-issue at +2 s is the second
+// attempt and reaches the server.
+//
+// Either way a 429 is FAILED (a definitive refusal: nothing applied) and counts, so the
+// mutation may be sent again under its key; each attempt is counted in the journal and
+// the retry records.
+func TestCase3RateLimited(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		retryAfter string
+		// reissues are the delays, from the first call, of the model's re-issues.
+		reissues []time.Duration
+		// want is, per model call, the response_type and retry_after_seconds it got
+		// ("" for the real result).
+		want        []string
+		wantSeconds []any
+		wantCount   int // requests the server counted
+		wantHeld    int // re-issues answered locally
+		wantIntents []journal.State
+		wantWindow  breaker.Counts
+	}{
+		{
+			name: "with Retry-After", retryAfter: "30",
+			reissues:    []time.Duration{2 * time.Second, 29 * time.Second, 31 * time.Second},
+			want:        []string{payloads.TypeFailed, payloads.TypeUnavailable, payloads.TypeUnavailable, ""},
+			wantSeconds: []any{30.0, 28.0, 1.0, nil},
+			wantCount:   2, wantHeld: 2,
+			wantIntents: []journal.State{journal.StateFailed, journal.StateSucceeded},
+			wantWindow:  breaker.Counts{Calls: 2, Failures: 1},
+		},
+		{
+			name:        "without Retry-After",
+			reissues:    []time.Duration{2 * time.Second},
+			want:        []string{payloads.TypeFailed, payloads.TypeFailed},
+			wantSeconds: []any{0.0, 0.0},
+			wantCount:   2,
+			wantIntents: []journal.State{journal.StateFailed, journal.StateFailed},
+			wantWindow:  breaker.Counts{Calls: 2, Failures: 2},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+				if n == 1 || tt.retryAfter == "" {
+					if tt.retryAfter != "" {
+						w.Header().Set("Retry-After", tt.retryAfter)
+					}
+					w.WriteHeader(http.StatusTooManyRequests)
+					_, _ = w.Write([]byte("slow down, quota exceeded for project 1234"))
+					return
+				}
+				_, _ = w.Write([]byte(`{"status": "ok", "sent": true}`))
+			})
+			w := newWorld(t, setup{
+				dependencies: map[string]dependencymap.Dependency{"mail": {Tools: []string{"send_email"}}},
+				policy:       breaker.Policy{MinimumCalls: 4, Jitter: -1},
+				mutating:     []string{"send_email"},
+				tools: func(w *world) []tool.Tool {
+					return []tool.Tool{w.httpTool(t, "send_email", http.MethodPost, srv.URL+"/send", clientOpts{})}
+				},
+			})
+			args := map[string]any{"to": "ops@example.com", "subject": "report"}
+			script := []func() breakertest.Step{call("send_email", args)}
+			t0 := w.clk.Now()
+			for _, d := range tt.reissues {
+				script = append(script, func() breakertest.Step {
+					w.clk.Set(t0.Add(d))
+					return breakertest.Call("send_email", args)
+				})
+			}
+			turn := w.turn(t, steps(script...))
+
+			rs := responses(turn)
+			require.Len(t, rs, len(tt.want))
+			for i, want := range tt.want {
+				if want == "" {
+					require.Equal(t, map[string]any{"status": "ok", "sent": true}, rs[i], "call %d", i)
+					continue
+				}
+				require.Equal(t, want, rs[i][payloads.KeyResponseType], "call %d", i)
+				require.Equal(t, string(classify.ClassHTTP429), rs[i][payloads.KeyErrorClass], "call %d", i)
+				require.Equal(t, tt.wantSeconds[i], rs[i][payloads.KeyRetryAfterSeconds], "call %d", i)
+			}
+			requireNoUpstreamText(t, w, turn, "quota exceeded")
+
+			// Remote attempts: the held re-issues never reached the server.
+			got := srv.requests("/send")
+			require.Len(t, got, tt.wantCount)
+			require.Equal(t, got[0].Key, got[len(got)-1].Key, "one operation, one key")
+
+			// Breaker: closed throughout (the hold does not involve it); it measured
+			// only the calls that were sent.
+			b := w.breaker(t, "mail")
+			require.Equal(t, breaker.Closed, b.State())
+			require.Equal(t, tt.wantWindow, b.Snapshot().Window)
+			require.Empty(t, w.fromTo("mail"))
+
+			w.requireQueueEmpty(t)
+
+			// Audit: one intent per attempt sent, one operation; the held re-issues are
+			// short-circuit records with the class of the answer that asked.
+			in := w.intents(t, "send_email")
+			var states []journal.State
+			for i, x := range in {
+				states = append(states, x.State)
+				require.Equal(t, i+1, x.Attempt)
+				require.Equal(t, got[0].Key, x.IdempotencyKey)
+				if x.State == journal.StateFailed {
+					require.Equal(t, classify.ClassHTTP429, x.ErrorClass)
+				}
+			}
+			require.Equal(t, tt.wantIntents, states)
+			att := w.retryRecords(t, "send_email")
+			require.Len(t, att, tt.wantCount)
+			for i, a := range att {
+				require.Equal(t, float64(i+1), a["attempt"])
+				require.Equal(t, att[0]["request_id"], a["request_id"])
+			}
+			if tt.retryAfter != "" {
+				require.Equal(t, float64(30000), att[0]["delay_ms"], "the server's delay is the retry's floor")
+			}
+			held := w.eventsOf(callbacks.EventShortCircuit)
+			require.Len(t, held, tt.wantHeld)
+			shorts := w.records(t, "short_circuit", "send_email")
+			require.Len(t, shorts, tt.wantHeld)
+			for i, e := range held {
+				require.Equal(t, classify.ClassHTTP429, e.Class)
+				require.Equal(t, breaker.Closed, e.BreakerState)
+				require.Equal(t, "http_429", shorts[i]["error_class"])
+				require.Equal(t, "closed", shorts[i]["breaker_state"])
+			}
+			require.Len(t, w.records(t, "call_outcome", "send_email"), tt.wantCount)
+
+			requireNoUnsafeReplay(t, w, srv, map[string]string{"send_email": "/send"})
+			w.requireClean(t)
+		})
+	}
+}
