@@ -556,9 +556,12 @@ func requireNoUpstreamText(t *testing.T, w *world, turn *breakertest.Turn, texts
 		raw, err = json.Marshal(responses(turn))
 		require.NoError(t, err)
 	}
+	seen, err := json.Marshal(w.model.Requests()) // everything the model was ever sent
+	require.NoError(t, err)
 	logs := w.logs.text()
 	for _, s := range texts {
 		require.NotContains(t, string(raw), s, "upstream text reached the model")
+		require.NotContains(t, string(seen), s, "upstream text reached the model's requests")
 		require.NotContains(t, logs, s, "upstream text reached the logs")
 	}
 }
