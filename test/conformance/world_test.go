@@ -421,14 +421,6 @@ func field(recs []map[string]any, key string) []any {
 	return out
 }
 
-// respField returns key of every function response of a turn, in order.
-func respField(turn *breakertest.Turn, key string) []any {
-	var out []any
-	for _, r := range responses(turn) {
-		out = append(out, r[key])
-	}
-	return out
-}
 
 // eventsOf returns the callbacks' events of kind k.
 func (w *world) eventsOf(k callbacks.EventKind) []callbacks.Event {
