@@ -168,3 +168,102 @@ func TestCase3RateLimited(t *testing.T) {
 		})
 	}
 }
+
+// Case 3, the hold's reach: a stated delay holds every tool of the dependency, and is
+// capped by the policy's MaxRetryAfter.
+//
+// Expected per the README ("holds every tool of that dependency until it has passed,
+// even while the breaker is closed"; "A hold only moves later and is capped by the
+// policy's MaxRetryAfter (default 15 min)"): after a 429 with Retry-After: 3600 from
+// send_email, the model is told 900 s; a read of the same dependency two seconds later
+// is answered locally with 898 s left and never reaches the server; once the 15
+// minutes have passed it does.
+func TestCase3StatedDelayHoldsTheDependencyCapped(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status": "ok", "messages": 2}`))
+	})
+	w := newWorld(t, setup{
+		dependencies: map[string]dependencymap.Dependency{"mail": {Tools: []string{"send_email", "list_inbox"}}},
+		policy:       breaker.Policy{MinimumCalls: 4, Jitter: -1},
+		mutating:     []string{"send_email"},
+		tools: func(w *world) []tool.Tool {
+			return []tool.Tool{
+				w.httpTool(t, "send_email", http.MethodPost, srv.URL+"/send", clientOpts{}),
+				w.httpTool(t, "list_inbox", http.MethodGet, srv.URL+"/inbox", clientOpts{}),
+			}
+		},
+	})
+	maxRetryAfter := breaker.DefaultMaxRetryAfter
+	t0 := w.clk.Now()
+	turn := w.turn(t, steps(
+		call("send_email", map[string]any{"to": "ops@example.com"}),
+		func() breakertest.Step {
+			w.clk.Set(t0.Add(2 * time.Second))
+			return breakertest.Call("list_inbox", map[string]any{"folder": "in"})
+		},
+		func() breakertest.Step {
+			w.clk.Set(t0.Add(maxRetryAfter + time.Second))
+			return breakertest.Call("list_inbox", map[string]any{"folder": "in"})
+		},
+	))
+	rs := responses(turn)
+	require.Len(t, rs, 3)
+	require.Equal(t, payloads.TypeFailed, rs[0][payloads.KeyResponseType])
+	// rs[0]'s retry_after_seconds: see TestCase3FailedAnswerStatesTheCappedDelay.
+	require.Equal(t, payloads.TypeUnavailable, rs[1][payloads.KeyResponseType], "another tool of the same dependency is held")
+	require.Equal(t, string(classify.ClassHTTP429), rs[1][payloads.KeyErrorClass])
+	require.Equal(t, (maxRetryAfter - 2*time.Second).Seconds(), rs[1][payloads.KeyRetryAfterSeconds])
+	require.Equal(t, map[string]any{"status": "ok", "messages": 2.0}, rs[2], "the hold has passed")
+
+	require.Equal(t, 1, srv.count("/send"))
+	require.Equal(t, 1, srv.count("/inbox"), "the held read never reached the server")
+	b := w.breaker(t, "mail")
+	require.Equal(t, breaker.Closed, b.State())
+	require.Equal(t, breaker.Counts{Calls: 1}, b.Snapshot().Window, "the 429 has left the 60 s window")
+	w.requireQueueEmpty(t)
+	shorts := w.records(t, "short_circuit", "list_inbox")
+	require.Len(t, shorts, 1)
+	require.Equal(t, "http_429", shorts[0]["error_class"])
+	require.Len(t, w.intents(t, "send_email"), 1)
+	require.Len(t, w.intents(t, "list_inbox"), 1)
+	requireNoUnsafeReplay(t, w, srv, map[string]string{"send_email": "/send"})
+	w.requireClean(t)
+}
+
+// TestCase3FailedAnswerStatesTheCappedDelay: the answer to the call that got the 429
+// must state the delay agentbreaker enforces, not the uncapped one.
+//
+// Expected per breaker.Policy.MaxRetryAfter ("MaxRetryAfter caps a delay stated by the
+// dependency (Retry-After, RetryInfo)") and the README ("A hold only moves later and is
+// capped by the policy's MaxRetryAfter (default 15 min)"; held calls get
+// "retry_after_seconds set to the time left"): after Retry-After: 3600 the dependency
+// may be tried again after 900 s, and the hold lets calls through then (see
+// TestCase3StatedDelayHoldsTheDependencyCapped), so the model should be told 900, the
+// same figure the held call two seconds later states as 898.
+func TestCase3FailedAnswerStatesTheCappedDelay(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	w := newWorld(t, setup{
+		dependencies: map[string]dependencymap.Dependency{"mail": {Tools: []string{"send_email"}}},
+		policy:       breaker.Policy{MinimumCalls: 4, Jitter: -1},
+		mutating:     []string{"send_email"},
+		tools: func(w *world) []tool.Tool {
+			return []tool.Tool{w.httpTool(t, "send_email", http.MethodPost, srv.URL+"/send", clientOpts{})}
+		},
+	})
+	rs := responses(w.turn(t, callOnce("send_email", map[string]any{"to": "ops@example.com"})))
+	require.Len(t, rs, 1)
+	require.Equal(t, payloads.TypeFailed, rs[0][payloads.KeyResponseType])
+	require.Equal(t, 1, srv.count("/send"))
+	require.Equal(t, breaker.DefaultMaxRetryAfter.Seconds(), rs[0][payloads.KeyRetryAfterSeconds],
+		"finding: the failed answer states the uncapped Retry-After (3600 s) while agentbreaker's hold ends after MaxRetryAfter (900 s)")
+}
