@@ -421,7 +421,6 @@ func field(recs []map[string]any, key string) []any {
 	return out
 }
 
-
 // eventsOf returns the callbacks' events of kind k.
 func (w *world) eventsOf(k callbacks.EventKind) []callbacks.Event {
 	var out []callbacks.Event
