@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,4 +231,128 @@ func (w *world) eventsOfQueue(k admission.EventKind) []admission.Event {
 		}
 	}
 	return out
+}
+
+// Case 9c: clock skew around the half-open probe's lease.
+//
+// Expected per "How the breaker decides" ("Clock jumping back ...: every deadline is
+// clamped to its full span from the first reading that sees the jump — ... a lease to
+// ProbeLease"; "Retry-after ... half-open with every place taken: until the earliest
+// live lease ends"; "A lease runs from the probe's admission for ProbeLease; at its end
+// the place is free again, the probe counts as expired, and its report, if it ever
+// comes, is dropped"): while the probe hangs at the server, a clock jump back makes
+// the others wait a full 30 s lease from the jump, no second probe goes before it
+// ends, the next call after it is the new probe, and the hung probe's late answer
+// changes nothing.
+func TestCase9ClockSkewAroundTheProbeLease(t *testing.T) {
+	t.Parallel()
+	arrived, release := make(chan struct{}), make(chan struct{})
+	srv := newServer(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		switch n {
+		case 1:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		case 2: // the first probe hangs
+			close(arrived)
+			<-release
+			w.WriteHeader(http.StatusServiceUnavailable) // a late failure: must be dropped
+			return
+		}
+		_, _ = w.Write([]byte(`{"status": "ok"}`))
+	})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	cooldown, lease := 30*time.Second, breaker.DefaultProbeLease
+	w := newWorld(t, setup{
+		dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"},
+			Policy: breaker.Policy{MinimumCalls: 1, Cooldown: cooldown, Jitter: -1}}},
+		tools: func(w *world) []tool.Tool {
+			return []tool.Tool{w.httpTool(t, "lookup_customer", http.MethodGet, srv.URL+"/customers", clientOpts{})}
+		},
+	})
+	b := w.breaker(t, "crm")
+	h := w.workers[0]
+	w.setScript(callOnce("lookup_customer", map[string]any{"id": 7}))
+	run := func() map[string]any { // a turn on a session of its own
+		t.Helper()
+		sid, err := h.NewSession(context.Background())
+		require.NoError(t, err)
+		turn, err := h.Run(context.Background(), sid, "go")
+		require.NoError(t, err)
+		require.Empty(t, turn.Errs)
+		rs := responses(turn)
+		require.Len(t, rs, 1)
+		return rs[0]
+	}
+	require.Equal(t, payloads.TypeFailed, run()[payloads.KeyResponseType])
+
+	// The cooldown ends; the probe goes and hangs.
+	w.clk.Advance(cooldown)
+	probeDone := make(chan map[string]any, 1)
+	go func() {
+		sid, err := h.NewSession(context.Background())
+		if err != nil {
+			probeDone <- map[string]any{"error": err.Error()}
+			return
+		}
+		turn, err := h.Run(context.Background(), sid, "go")
+		if err != nil {
+			probeDone <- map[string]any{"error": err.Error()}
+			return
+		}
+		rs := responses(turn)
+		if len(rs) != 1 {
+			probeDone <- map[string]any{"error": "no single response"}
+			return
+		}
+		probeDone <- rs[0]
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second): // real I/O bound
+		t.Fatal("the probe never reached the server")
+	}
+	require.Equal(t, breaker.HalfOpen, b.State())
+
+	// 10 s into the lease the clock jumps back 10 minutes.
+	w.clk.Advance(10 * time.Second)
+	w.clk.Advance(-10 * time.Minute)
+	jumpedAt := w.clk.Now()
+	r := run()
+	require.Equal(t, payloads.TypeUnavailable, r[payloads.KeyResponseType])
+	require.Equal(t, lease.Seconds(), r[payloads.KeyRetryAfterSeconds], "the lease clamped to its full span from the jump")
+	w.clk.Set(jumpedAt.Add(lease - time.Second))
+	r = run()
+	require.Equal(t, payloads.TypeUnavailable, r[payloads.KeyResponseType])
+	require.Equal(t, 1.0, r[payloads.KeyRetryAfterSeconds])
+	require.Equal(t, 2, srv.count("/customers"), "no second probe while the lease runs")
+
+	// The lease ends: the next call is the new probe, and it closes the breaker.
+	w.clk.Set(jumpedAt.Add(lease))
+	require.Equal(t, map[string]any{"status": "ok"}, run())
+	require.Equal(t, 3, srv.count("/customers"))
+	require.Equal(t, breaker.Closed, b.State())
+
+	// The hung probe's late failure is dropped.
+	unblock()
+	var late map[string]any
+	select {
+	case late = <-probeDone:
+	case <-time.After(20 * time.Second): // real I/O bound
+		t.Fatal("the hung probe's turn never ended")
+	}
+	require.Equal(t, payloads.TypeFailed, late[payloads.KeyResponseType], "its caller still gets an answer")
+	require.Equal(t, breaker.Closed, b.State(), "the late report was dropped")
+	snap := b.Snapshot()
+	require.Equal(t, int64(1), snap.ExpiredProbes)
+	require.Equal(t, breaker.Counts{}, snap.Window)
+	require.Equal(t, []string{
+		"closed>open:failure_rate", "open>half_open:cooldown_elapsed", "half_open>closed:probe_succeeded",
+	}, w.fromTo("crm"))
+	w.requireQueueEmpty(t)
+	require.Len(t, w.intents(t, "lookup_customer"), 3)
+	require.Equal(t, []any{"half_open", "half_open"}, field(w.records(t, "short_circuit", "lookup_customer"), "breaker_state"))
+	requireNoUnsafeReplay(t, w, srv, nil)
+	w.requireClean(t)
 }
