@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
@@ -208,4 +210,70 @@ func TestCase6BreakerOpensWhileHighPriorityItemQueued(t *testing.T) {
 
 	requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge", "send_receipt": "/receipt"})
 	w.requireClean(t)
+}
+
+// Case 6, across a restart: the item queued while the breaker was open survives the
+// process, and the next process replays it once at start-up.
+//
+// Expected per the admission docs (Run: "The start-up drain is what replays the work a
+// restart would otherwise strand: a new process's breakers start closed, so no
+// transition to closed ever wakes their queues") and the journal docs ("so queued
+// work survives a restart too"): one request at the server, with the item's key.
+func TestCase6QueuedItemSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/balance" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status": "ok"}`))
+	})
+	path := filepath.Join(t.TempDir(), "journal.db")
+	mk := func(runQueue bool) *world {
+		return newWorld(t, setup{
+			dependencies: map[string]dependencymap.Dependency{"payments": {
+				Tools:  []string{"charge", "lookup_balance"},
+				Policy: breaker.Policy{MinimumCalls: 1, Jitter: -1},
+			}},
+			mutating:   []string{"charge"},
+			queueTools: map[string]callbacks.QueueTool{"charge": {MaxWait: time.Hour, Priority: admission.PriorityHigh}},
+			replay:     replayTo(t, srv.URL+"/charge"),
+			runQueue:   runQueue,
+			backend:    sqlite.Backend{Path: path},
+			tools: func(w *world) []tool.Tool {
+				return []tool.Tool{
+					w.httpTool(t, "charge", http.MethodPost, srv.URL+"/charge", clientOpts{}),
+					w.httpTool(t, "lookup_balance", http.MethodGet, srv.URL+"/balance", clientOpts{}),
+				}
+			},
+		})
+	}
+	a := mk(false)
+	responses(a.turn(t, callOnce("lookup_balance", nil)))
+	require.Equal(t, breaker.Open, a.breaker(t, "payments").State())
+	rs := responses(a.turn(t, callOnce("charge", map[string]any{"amount": 42, "to": "acct-7"})))
+	require.Equal(t, callbacks.TypeQueued, rs[0][payloads.KeyResponseType])
+	item := a.queued(t)[0]
+	a.requireClean(t)
+	require.NoError(t, a.journal.Close()) // the process stops with the item queued
+
+	b := mk(true) // the next process: its breakers start closed
+	waitQueueEvent(t, b, admission.EventReplayed, 1)
+	rep, err := b.queue.Drain(context.Background(), "payments")
+	require.NoError(t, err)
+	require.Zero(t, rep.Replayed, "replayed once only")
+
+	charges := srv.requests("/charge")
+	require.Len(t, charges, 1)
+	require.Equal(t, item.IdempotencyKey, charges[0].Key)
+	require.Equal(t, breaker.Closed, b.breaker(t, "payments").State())
+	items := b.queued(t)
+	require.Len(t, items, 1)
+	require.Equal(t, journal.QueueReplayed, items[0].State)
+	require.Equal(t, item.ID, items[0].ID)
+	ev := b.queueEvents.list()
+	require.Len(t, ev, 1)
+	require.Equal(t, admission.EventReplayed, ev[0].Kind)
+	requireNoUnsafeReplay(t, b, srv, map[string]string{"charge": "/charge"})
+	b.requireClean(t)
 }
