@@ -216,8 +216,25 @@ func TestCase2ResponseDelayedPastClientTimeout(t *testing.T) {
 				require.Equal(t, retry.ReasonUnknownOutcome, e.RetryReason)
 			}
 
-			requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge"})
 			require.False(t, strings.Contains(w.logs.text(), `"done":true`), "no result body in the logs")
+
+			// A later turn (a new invocation, so a new logical operation for the retry
+			// orchestrator) asking for the same mutation: while the earlier attempt is
+			// unresolved it is answered "outcome unknown" and not sent (README: the plugin
+			// "asks the journal for unresolved intents of the same tool and arguments").
+			if tt.mutating {
+				w.clk.Advance(time.Minute)
+				rs = responses(w.turn(t, callOnce(toolName, args)))
+				require.Len(t, rs, 1)
+				if tt.wantBacklog > 0 {
+					require.Equal(t, payloads.TypeOutcomeUnknown, rs[0][payloads.KeyResponseType])
+					require.Contains(t, rs[0][payloads.KeyReason], "may already have been carried out")
+					require.Len(t, srv.requests(path), tt.wantCount, "not sent again")
+				} else {
+					require.Equal(t, map[string]any{"status": "ok", "done": true}, rs[0], "settled: new work")
+				}
+			}
+			requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge"})
 			w.requireClean(t)
 		})
 	}
