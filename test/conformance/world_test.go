@@ -37,6 +37,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
+	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
@@ -208,6 +209,8 @@ type setup struct {
 	// idempotency keys.
 	tools   func(w *world) []tool.Tool
 	workers int
+	// loopGuard configures the plugin's loop guard (callbacks.Config.LoopGuard).
+	loopGuard loopguard.Config
 }
 
 func newWorld(t *testing.T, s setup) *world {
@@ -281,6 +284,7 @@ func newWorld(t *testing.T, s setup) *world {
 		ConfirmUnknownReplays: s.confirm,
 		Admission:             w.queue,
 		QueueTools:            s.queueTools,
+		LoopGuard:             s.loopGuard,
 		Logger:                logger,
 		OnEvent:               w.events.add,
 		Clock:                 w.clk,
