@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/tool"
