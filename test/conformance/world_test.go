@@ -180,6 +180,7 @@ type world struct {
 	attempts    *recorder[retry.Event]
 	transitions *recorder[breaker.Event]
 	queueEvents *recorder[admission.Event]
+	queueSleep  *retry.FakeSleeper // spaces the queue's replays; records the waits
 	model       *breakertest.Model
 	workers     []*breakertest.Harness
 	sessions    []string
@@ -219,7 +220,7 @@ func newWorld(t *testing.T, s setup) *world {
 		t: t, clk: s.clk, logs: &logBuffer{},
 		events: &recorder[callbacks.Event]{}, attempts: &recorder[retry.Event]{},
 		transitions: &recorder[breaker.Event]{}, queueEvents: &recorder[admission.Event]{},
-		tick: make(chan time.Time),
+		tick: make(chan time.Time), queueSleep: &retry.FakeSleeper{},
 	}
 	if w.clk == nil {
 		w.clk = clock.NewFake(start)
@@ -258,7 +259,7 @@ func newWorld(t *testing.T, s setup) *world {
 	}
 	w.queue = admission.MustNew(admission.Config{
 		Map: w.deps, Journal: j, Replay: replay, OnHandOver: s.onHandOver, Clock: w.clk,
-		Sleeper: &retry.FakeSleeper{}, Logger: logger, OnEvent: []func(admission.Event){w.queueEvents.add},
+		Sleeper: w.queueSleep, Logger: logger, OnEvent: []func(admission.Event){w.queueEvents.add},
 		NewTicker: func(time.Duration) (<-chan time.Time, func()) { return w.tick, func() {} },
 	})
 	ctrl.Store(w.queue)
