@@ -2,11 +2,13 @@ package conformance_test
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/tool"
+	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
@@ -266,4 +268,90 @@ func TestCase3FailedAnswerStatesTheCappedDelay(t *testing.T) {
 	require.Equal(t, 1, srv.count("/send"))
 	require.Equal(t, breaker.DefaultMaxRetryAfter.Seconds(), rs[0][payloads.KeyRetryAfterSeconds],
 		"finding: the failed answer states the uncapped Retry-After (3600 s) while agentbreaker's hold ends after MaxRetryAfter (900 s)")
+}
+
+// Case 3, the stated delay as the cooldown's floor.
+//
+// Expected per "How the breaker decides" ("a 429 "retry in 40 s" while closed, then a
+// trip on a plain 503 five seconds later, stays open 35 s more, not 30"): two calls of
+// one model response reach the API; one is answered 429 with Retry-After: 40 at T, the
+// other 503 at T+5 s, which trips the breaker (volume gate 2). The breaker reopens at
+// T+40 s, not T+35 s: a call at T+39 s is answered locally, the one at T+40 s is the
+// probe.
+func TestCase3StatedDelayFloorsTheCooldown(t *testing.T) {
+	t.Parallel()
+	var w *world
+	srv := newServer(t, func(n int, rw http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/a":
+			rw.Header().Set("Retry-After", "40")
+			rw.WriteHeader(http.StatusTooManyRequests)
+			return
+		case "/b":
+			if n <= 2 {
+				// Answer once the 429 has been recorded, five seconds later.
+				deadline := time.Now().Add(20 * time.Second) // real I/O bound
+				for !outcomeSeen(w, "get_a") && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				w.clk.Advance(5 * time.Second)
+				rw.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+		}
+		_, _ = rw.Write([]byte(`{"status": "ok"}`))
+	})
+	w = newWorld(t, setup{
+		dependencies: map[string]dependencymap.Dependency{"api": {Tools: []string{"get_a", "get_b"},
+			Policy: breaker.Policy{MinimumCalls: 2, Cooldown: 30 * time.Second, Jitter: -1}}},
+		tools: func(w *world) []tool.Tool {
+			return []tool.Tool{
+				w.httpTool(t, "get_a", http.MethodGet, srv.URL+"/a", clientOpts{}),
+				w.httpTool(t, "get_b", http.MethodGet, srv.URL+"/b", clientOpts{}),
+			}
+		},
+	})
+	t0 := w.clk.Now()
+	turn := w.turn(t, steps(func() breakertest.Step {
+		return breakertest.Calls(
+			&genai.FunctionCall{Name: "get_a", Args: map[string]any{"k": 1}},
+			&genai.FunctionCall{Name: "get_b", Args: map[string]any{"k": 2}},
+		)
+	}))
+	rs := responses(turn)
+	require.Len(t, rs, 2)
+	require.Equal(t, 2, srv.count(""))
+	b := w.breaker(t, "api")
+	require.Equal(t, breaker.Open, b.State())
+	ev := w.transitions.list()
+	require.Len(t, ev, 1)
+	require.Equal(t, t0.Add(5*time.Second), ev[0].At)
+	require.Equal(t, t0.Add(40*time.Second), ev[0].ReopenAt, "the stated delay floors the cooldown: 35 s more, not 30")
+
+	w.clk.Set(t0.Add(39 * time.Second))
+	r := responses(w.turn(t, callOnce("get_b", map[string]any{"k": 3})))[0]
+	require.Equal(t, payloads.TypeUnavailable, r[payloads.KeyResponseType])
+	require.Equal(t, 1.0, r[payloads.KeyRetryAfterSeconds])
+	require.Equal(t, 2, srv.count(""), "no early probe")
+
+	w.clk.Set(t0.Add(40 * time.Second))
+	r = responses(w.turn(t, callOnce("get_b", map[string]any{"k": 3})))[0]
+	require.Equal(t, map[string]any{"status": "ok"}, r)
+	require.Equal(t, 3, srv.count(""))
+	require.Equal(t, breaker.Closed, b.State())
+	require.Equal(t, []string{
+		"closed>open:failure_rate", "open>half_open:cooldown_elapsed", "half_open>closed:probe_succeeded",
+	}, w.fromTo("api"))
+	w.requireQueueEmpty(t)
+	require.Len(t, w.intents(t, "get_a"), 1)
+	require.Len(t, w.intents(t, "get_b"), 2)
+	requireNoUnsafeReplay(t, w, srv, nil)
+	w.requireClean(t)
+}
+
+// outcomeSeen reports whether the plugin has recorded the outcome of a call of tool.
+func outcomeSeen(w *world, tool string) bool {
+	return slices.ContainsFunc(w.events.list(), func(e callbacks.Event) bool {
+		return e.Kind == callbacks.EventCallOutcome && e.Tool == tool
+	})
 }
