@@ -13,7 +13,9 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/admission"
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
@@ -445,4 +447,98 @@ func TestCase6ReplayOrderAndRate(t *testing.T) {
 	require.GreaterOrEqual(t, waited, 2*time.Second, "at most 1 replay per second: %v", w.queueSleep.Slept())
 	requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge", "refund": "/refund"})
 	w.requireClean(t)
+}
+
+// Case 6, with the invariant on the replay: the queued item's operation was later sent
+// and its outcome is UNKNOWN, so the queue hands the item over instead of replaying it.
+//
+// The charge is queued while payments is down (key K). After the cooldown the model
+// asks for the same charge in the same turn: it is the same operation, so it goes out
+// as the probe under K, and times out after the server took it (UNKNOWN; the breaker
+// reopens). When a later probe closes the breaker, the queue finds K's unsettled
+// intent. Expected per the admission docs ("An item whose idempotency key has an
+// unsettled intent in the journal ... is not replayed: replaying could apply it twice.
+// It is handed over instead (Config.OnHandOver, and the event), with the reason"):
+// the server counts one charge, and the item ends handed_over.
+func TestCase6QueuedItemWithAnUnknownAttemptIsHandedOver(t *testing.T) {
+	t.Parallel()
+	timer := &clientTimer{}
+	var w *world
+	srv := newServer(t, func(_ int, rw http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/charge":
+			w.clk.Advance(clientTimeout)
+			timer.fireLatest()
+			<-r.Context().Done()
+			return
+		case r.URL.Path == "/balance" && breakerState(w, "payments") == breaker.Closed: // the first lookup fails
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = rw.Write([]byte(`{"status": "ok"}`))
+	})
+	handedOver := &recorder[journal.QueueItem]{}
+	cooldown := 30 * time.Second
+	w = newWorld(t, setup{
+		dependencies: map[string]dependencymap.Dependency{"payments": {
+			Tools:  []string{"charge", "lookup_balance"},
+			Policy: breaker.Policy{MinimumCalls: 1, Cooldown: cooldown, Jitter: -1},
+		}},
+		mutating:   []string{"charge"},
+		queueTools: map[string]callbacks.QueueTool{"charge": {MaxWait: time.Hour, Priority: admission.PriorityHigh}},
+		onHandOver: handedOver.add,
+		runQueue:   true,
+		tools: func(w *world) []tool.Tool {
+			return []tool.Tool{
+				w.httpTool(t, "charge", http.MethodPost, srv.URL+"/charge", clientOpts{timeout: clientTimeout, afterFunc: timer.afterFunc}),
+				w.httpTool(t, "lookup_balance", http.MethodGet, srv.URL+"/balance", clientOpts{}),
+			}
+		},
+	})
+	b := w.breaker(t, "payments")
+	args := map[string]any{"amount": 42, "to": "acct-7"}
+	responses(w.turn(t, callOnce("lookup_balance", nil)))
+	require.Equal(t, breaker.Open, b.State())
+
+	turn := w.turn(t, steps(call("charge", args), func() breakertest.Step {
+		w.clk.Advance(cooldown)
+		return breakertest.Call("charge", args)
+	}))
+	rs := responses(turn)
+	require.Len(t, rs, 2)
+	require.Equal(t, callbacks.TypeQueued, rs[0][payloads.KeyResponseType])
+	require.Equal(t, payloads.TypeOutcomeUnknown, rs[1][payloads.KeyResponseType])
+	require.Equal(t, breaker.Open, b.State(), "the probe timed out")
+	items := w.queued(t)
+	require.Len(t, items, 1)
+	charges := srv.requests("/charge")
+	require.Len(t, charges, 1)
+	require.Equal(t, items[0].IdempotencyKey, charges[0].Key, "the probe went under the queued item's key")
+
+	// A later probe closes the breaker; the queue must not replay the charge.
+	w.clk.Advance(2 * cooldown)
+	require.Equal(t, map[string]any{"status": "ok"}, responses(w.turn(t, callOnce("lookup_balance", nil)))[0])
+	require.Equal(t, breaker.Closed, b.State())
+	waitQueueEvent(t, w, admission.EventHandedOver, 1)
+
+	require.Len(t, srv.requests("/charge"), 1, "the charge reached the server once")
+	got := handedOver.list()
+	require.Len(t, got, 1)
+	require.Equal(t, items[0].ID, got[0].ID)
+	require.Equal(t, journal.QueueHandedOver, w.queued(t)[0].State)
+	in := w.intents(t, "charge")
+	require.Len(t, in, 1)
+	require.Equal(t, classify.Unknown, in[0].Outcome)
+	require.False(t, in[0].State.Settled())
+	for _, e := range w.queueEvents.list() {
+		require.NotEqual(t, admission.EventReplayed, e.Kind)
+	}
+	requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge"})
+	w.requireClean(t)
+}
+
+// breakerState reads a breaker's state from any goroutine (no test assertions).
+func breakerState(w *world, key string) breaker.State {
+	b, _ := w.deps.Get(key)
+	return b.State()
 }
