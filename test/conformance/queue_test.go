@@ -534,6 +534,19 @@ func TestCase6QueuedItemWithAnUnknownAttemptIsHandedOver(t *testing.T) {
 		require.NotEqual(t, admission.EventReplayed, e.Kind)
 	}
 	requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge"})
+
+	// The audit record of the charge's one attempt must join the call's own records:
+	// README: request_id is "the adk-go invocation ID, in every record: short-circuits,
+	// attempts, ..."; "The plugin's retry attempt records carry ... the breaker's policy
+	// version when the Retrier's policy has none".
+	outcome := w.records(t, "call_outcome", "charge")
+	require.Len(t, outcome, 1)
+	att := w.retryRecords(t, "charge")
+	require.Len(t, att, 1)
+	require.Equal(t, outcome[0]["request_id"], att[0]["request_id"],
+		"finding: the attempt record of an operation that was queued first carries request_id %v, not the invocation ID", att[0]["request_id"])
+	require.Equal(t, policyVersion, att[0]["policy_version"],
+		"finding: the attempt record of an operation that was queued first has no policy_version")
 	w.requireClean(t)
 }
 

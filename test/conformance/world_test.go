@@ -390,6 +390,55 @@ func (w *world) requireClean(t *testing.T) {
 	for _, b := range w.deps.Breakers() {
 		require.Zero(t, b.Snapshot().ProbesInFlight, "probe leases of %s", b.Name())
 	}
+	w.requireAuditKeys(t)
+}
+
+// requireAuditKeys checks that the audit records carry what the design document's
+// event record has ("upstream, request_id, attempt, outcome, error_class, elapsed_ms,
+// breaker_state, policy_version"; its checklist: "logs include request ID, attempt,
+// outcome, policy version, and breaker state"), with the README's keys: the plugin's
+// call and short-circuit records and the retry orchestrator's attempt records.
+func (w *world) requireAuditKeys(t *testing.T) {
+	t.Helper()
+	want := map[string][]string{
+		"call_outcome":  {"dependency", "tool", "request_id", "function_call_id", "outcome", "error_class", "elapsed_ms", "breaker_state", "policy_version"},
+		"short_circuit": {"dependency", "tool", "request_id", "function_call_id", "outcome", "error_class", "breaker_state", "policy_version"},
+		"retry attempt": {"dependency", "tool", "request_id", "attempt", "outcome", "error_class", "elapsed_ms", "breaker_state", "policy_version"},
+	}
+	recs := w.logs.records(t)
+	// The request_ids an attempt record may carry: the invocations of the plugin's own
+	// records, and the operation of an intent a person approved for a replay (the
+	// replay is recorded under that operation, as the journal keeps it).
+	invocations := map[any]bool{}
+	for _, r := range recs {
+		if ev, _ := r["event"].(string); want[ev] != nil || ev == "queued" && r["function_call_id"] != nil {
+			invocations[r["request_id"]] = true
+		}
+	}
+	approved, err := w.journal.Intents(context.Background(), journal.Filter{States: []journal.State{journal.StateApproved}})
+	require.NoError(t, err)
+	for _, in := range approved {
+		invocations[in.RequestID] = true
+	}
+	for _, r := range recs {
+		kind, _ := r["event"].(string)
+		if r["msg"] == "agentbreaker retry attempt" {
+			kind = "retry attempt"
+			// README: request_id is "the adk-go invocation ID, in every record: ...
+			// attempts ...", so an attempt record joins the call's own records.
+			require.True(t, invocations[r["request_id"]], "retry attempt record whose request_id %v is no invocation of the plugin's records: %v", r["request_id"], r)
+		}
+		for _, k := range want[kind] {
+			v, ok := r[k]
+			require.True(t, ok, "%s record without %q: %v", kind, k, r)
+			if s, isString := v.(string); isString && k != "error_class" {
+				require.NotEmpty(t, s, "%s record with an empty %q: %v", kind, k, r)
+			}
+		}
+		if want[kind] != nil {
+			require.Equal(t, policyVersion, r["policy_version"], "%s record: %v", kind, r)
+		}
+	}
 }
 
 // records returns the callbacks' slog records of one event ("call_outcome",
