@@ -175,3 +175,80 @@ func TestCase7TwoWorkersRaceForTheProbe(t *testing.T) {
 	requireNoUnsafeReplay(t, w, srv, nil)
 	w.requireClean(t)
 }
+
+// Case 7, when the worker holding the probe gives up: the other worker probes at once.
+//
+// Expected per "How the breaker decides" ("a probe reported Ignore or whose lease ran
+// out gives its place back") and the callbacks docs ("the turn's cancellation is
+// neutral"; a call whose run was cut short "is released when the run's state is
+// freed"): worker A's probe hangs at the server and A's turn is cancelled; worker B's
+// next call, without any time passing, is the probe, and closes the breaker. The server
+// counts the failure, A's probe and B's probe: 3.
+func TestCase7ProbeOfACancelledWorkerIsReleased(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{})
+	srv := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		switch n {
+		case 1:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 2: // A's probe hangs until A gives up
+			close(arrived)
+			<-r.Context().Done()
+		default:
+			_, _ = w.Write([]byte(`{"status": "ok", "hits": 3}`))
+		}
+	})
+	cooldown := 30 * time.Second
+	w := newWorld(t, setup{
+		dependencies: map[string]dependencymap.Dependency{"search": {Tools: []string{"search"},
+			Policy: breaker.Policy{MinimumCalls: 1, Cooldown: cooldown, Jitter: -1}}},
+		workers: 2,
+		tools: func(w *world) []tool.Tool {
+			return []tool.Tool{w.httpTool(t, "search", http.MethodGet, srv.URL+"/search", clientOpts{})}
+		},
+	})
+	b := w.breaker(t, "search")
+	args := map[string]any{"q": "breakers"}
+	rs := responses(w.turn(t, callOnce("search", args)))
+	require.Equal(t, payloads.TypeFailed, rs[0][payloads.KeyResponseType])
+	w.clk.Advance(cooldown)
+
+	// Worker A takes the probe, then gives up.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	aDone := make(chan struct{})
+	go func() {
+		defer close(aDone)
+		_, _ = w.workers[0].Run(ctx, w.sessions[0], "search")
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second): // real I/O bound
+		t.Fatal("A's probe never reached the server")
+	}
+	require.Equal(t, breaker.HalfOpen, b.State())
+	cancel()
+	select {
+	case <-aDone:
+	case <-time.After(20 * time.Second): // real I/O bound
+		t.Fatal("A's cancelled turn never ended")
+	}
+
+	// Worker B, at the same instant: its call is the probe.
+	turn, err := w.workers[1].Run(context.Background(), w.sessions[1], "search")
+	require.NoError(t, err)
+	rs = responses(turn)
+	require.Len(t, rs, 1)
+	require.Equal(t, map[string]any{"status": "ok", "hits": 3.0}, rs[0], "B probed without waiting for A's lease")
+	require.Equal(t, 3, srv.count("/search"))
+	require.Equal(t, breaker.Closed, b.State())
+	require.Equal(t, []string{
+		"closed>open:failure_rate", "open>half_open:cooldown_elapsed", "half_open>closed:probe_succeeded",
+	}, w.fromTo("search"))
+	require.Zero(t, b.Snapshot().ExpiredProbes, "A's place was given back, not left to expire")
+	w.requireQueueEmpty(t)
+	in := w.intents(t, "search")
+	require.Len(t, in, 3)
+	requireNoUnsafeReplay(t, w, srv, nil)
+	w.requireClean(t)
+}
