@@ -17,6 +17,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/retry"
 )
 
 // Case 3: 429 with and without Retry-After.
@@ -354,4 +355,93 @@ func outcomeSeen(w *world, tool string) bool {
 	return slices.ContainsFunc(w.events.list(), func(e callbacks.Event) bool {
 		return e.Kind == callbacks.EventCallOutcome && e.Tool == tool
 	})
+}
+
+// Case 3, attempts bounded by count and deadline: the model keeps re-issuing a call
+// that gets 429 without a stated delay.
+//
+// Expected per the retry docs ("at most Policy.MaxAttempts attempts and
+// Policy.Deadline of time, whichever runs out first"; defaults 3 and 90 s; the model's
+// re-issue "is the operation's next attempt, subject to MaxAttempts, the deadline, the
+// retry budget") and the callbacks docs ("spent attempts, deadline or retry budget give
+// the budget-exhausted payload"; "Every attempt, and every attempt refused before it
+// was sent, produces an Event"): re-issues 11 s apart (the retry budget's floor allows
+// one retry per 10 s window) reach the server as attempts 2 and 3, and the fourth call
+// is refused without reaching it; a re-issue after the 90 s deadline is refused too.
+func TestCase3AttemptsAreBounded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		reissues  []time.Duration
+		wantTypes []string
+		wantCount int
+		wantStop  retry.Reason
+	}{
+		{name: "by count", reissues: []time.Duration{11 * time.Second, 22 * time.Second, 33 * time.Second},
+			wantTypes: []string{payloads.TypeFailed, payloads.TypeFailed, payloads.TypeFailed, payloads.TypeBudgetExhausted},
+			wantCount: 3, wantStop: retry.ReasonAttemptsExhausted},
+		{name: "by deadline", reissues: []time.Duration{91 * time.Second},
+			wantTypes: []string{payloads.TypeFailed, payloads.TypeBudgetExhausted},
+			wantCount: 1, wantStop: retry.ReasonDeadlineExhausted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusTooManyRequests)
+			})
+			w := newWorld(t, setup{
+				dependencies: map[string]dependencymap.Dependency{"quotes": {Tools: []string{"get_quote"}}},
+				policy:       breaker.Policy{MinimumCalls: 10, Jitter: -1},
+				tools: func(w *world) []tool.Tool {
+					return []tool.Tool{w.httpTool(t, "get_quote", http.MethodGet, srv.URL+"/quote", clientOpts{})}
+				},
+			})
+			args := map[string]any{"symbol": "ACME"}
+			t0 := w.clk.Now()
+			script := []func() breakertest.Step{call("get_quote", args)}
+			for _, d := range tt.reissues {
+				script = append(script, func() breakertest.Step {
+					w.clk.Set(t0.Add(d))
+					return breakertest.Call("get_quote", args)
+				})
+			}
+			rs := responses(w.turn(t, steps(script...)))
+			var types []string
+			for _, r := range rs {
+				types = append(types, r[payloads.KeyResponseType].(string))
+			}
+			require.Equal(t, tt.wantTypes, types)
+			require.Equal(t, tt.wantCount, srv.count("/quote"))
+			require.Equal(t, breaker.Closed, w.breaker(t, "quotes").State())
+			w.requireQueueEmpty(t)
+
+			in := w.intents(t, "get_quote")
+			require.Len(t, in, tt.wantCount)
+			for i, x := range in {
+				require.Equal(t, i+1, x.Attempt)
+				require.Equal(t, in[0].RequestID, x.RequestID)
+			}
+			refused := w.eventsOf(callbacks.EventRetryRefused)
+			require.Len(t, refused, 1)
+			require.Equal(t, tt.wantStop, refused[0].RetryReason)
+			require.Equal(t, breaker.Closed, refused[0].BreakerState)
+			requireNoUnsafeReplay(t, w, srv, nil)
+
+			// The refused attempt's own record (retry docs: "Every attempt, and every
+			// attempt refused before it was sent, produces an Event"; README: "The
+			// plugin's retry attempt records carry the state of the breaker that admitted
+			// the call").
+			ev := w.attempts.list()
+			require.Len(t, ev, tt.wantCount+1, "finding: no attempt event for the refused attempt %d (%s)", tt.wantCount+1, tt.wantStop)
+			last := ev[len(ev)-1]
+			require.Equal(t, tt.wantCount+1, last.Attempt)
+			require.Equal(t, classify.FailedBeforeSend, last.Outcome)
+			require.False(t, last.Dispatched)
+			require.Equal(t, tt.wantStop, last.Stop)
+			require.Equal(t, "closed", last.BreakerState, "finding: the refused attempt's record has no breaker_state, though the plugin's breaker admitted the call")
+			require.Len(t, w.retryRecords(t, "get_quote"), tt.wantCount+1)
+			w.requireClean(t)
+		})
+	}
 }
