@@ -411,3 +411,64 @@ func TestCase9ClockSkewAroundAStatedDelay(t *testing.T) {
 	requireNoUnsafeReplay(t, w, srv, nil)
 	w.requireClean(t)
 }
+
+// Case 9e: the queue expiry's boundary when the dependency recovers at that instant.
+//
+// Expected per the journal and admission docs (ExpireQueued: "whose expiry is at or
+// before now"; ClaimQueued takes the next item "that has not expired by now"; Drain:
+// "Expired items are dropped and reported first"): a charge queued at T with a
+// 10-minute wait, whose dependency recovers at exactly T+10m, is expired by the drain
+// at T+10m, not replayed; one queued a second later (expiring at T+10m+1s) is replayed.
+func TestCase9QueueExpiryBoundaryAtRecovery(t *testing.T) {
+	t.Parallel()
+	var srv *server
+	srv = newServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/balance" && srv.count("/balance") == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status": "ok"}`))
+	})
+	w := newWorld(t, setup{
+		dependencies: map[string]dependencymap.Dependency{"payments": {
+			Tools:  []string{"charge", "lookup_balance"},
+			Policy: breaker.Policy{MinimumCalls: 1, Cooldown: 30 * time.Second, Jitter: -1},
+		}},
+		mutating:   []string{"charge"},
+		queueTools: map[string]callbacks.QueueTool{"charge": {MaxWait: 10 * time.Minute, Priority: admission.PriorityHigh}},
+		replay:     replayTo(t, srv.URL+"/charge"),
+		tools: func(w *world) []tool.Tool {
+			return []tool.Tool{
+				w.httpTool(t, "charge", http.MethodPost, srv.URL+"/charge", clientOpts{}),
+				w.httpTool(t, "lookup_balance", http.MethodGet, srv.URL+"/balance", clientOpts{}),
+			}
+		},
+	})
+	b := w.breaker(t, "payments")
+	responses(w.turn(t, callOnce("lookup_balance", nil)))
+	require.Equal(t, breaker.Open, b.State())
+	queuedAt := w.clk.Now()
+	for i, amount := range []int{1, 2} {
+		rs := responses(w.turn(t, callOnce("charge", map[string]any{"amount": amount})))
+		require.Equal(t, callbacks.TypeQueued, rs[0][payloads.KeyResponseType], "charge %d", i)
+		w.clk.Advance(time.Second)
+	}
+
+	// The dependency recovers at exactly the first item's expiry.
+	w.clk.Set(queuedAt.Add(10 * time.Minute))
+	require.Equal(t, map[string]any{"status": "ok"}, responses(w.turn(t, callOnce("lookup_balance", nil)))[0])
+	require.Equal(t, breaker.Closed, b.State())
+	rep, err := w.queue.Drain(context.Background(), "payments")
+	require.NoError(t, err)
+	require.Equal(t, admission.DrainReport{Replayed: 1, Expired: 1}, rep)
+	charges := srv.requests("/charge")
+	require.Len(t, charges, 1)
+	require.JSONEq(t, `{"amount": 2}`, charges[0].Body, "the item that had not expired")
+	states := map[string]journal.QueueState{}
+	for _, it := range w.queued(t) {
+		states[string(it.Payload)] = it.State
+	}
+	require.Equal(t, map[string]journal.QueueState{`{"amount":1}`: journal.QueueExpired, `{"amount":2}`: journal.QueueReplayed}, states)
+	requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge"})
+	w.requireClean(t)
+}
