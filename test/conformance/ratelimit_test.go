@@ -267,6 +267,11 @@ func TestCase3FailedAnswerStatesTheCappedDelay(t *testing.T) {
 	require.Len(t, rs, 1)
 	require.Equal(t, payloads.TypeFailed, rs[0][payloads.KeyResponseType])
 	require.Equal(t, 1, srv.count("/send"))
+	require.Equal(t, breaker.Closed, w.breaker(t, "mail").State())
+	w.requireQueueEmpty(t)
+	require.Len(t, w.intents(t, "send_email"), 1)
+	requireNoUnsafeReplay(t, w, srv, map[string]string{"send_email": "/send"})
+	w.requireClean(t)
 	require.Equal(t, breaker.DefaultMaxRetryAfter.Seconds(), rs[0][payloads.KeyRetryAfterSeconds],
 		"finding: the failed answer states the uncapped Retry-After (3600 s) while agentbreaker's hold ends after MaxRetryAfter (900 s)")
 }
