@@ -1,0 +1,196 @@
+package conformance_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/agentbreaker/agentbreaker/admission"
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/breakertest"
+	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/payloads"
+)
+
+// Case 6, with the invariant: a mutation whose earlier attempt's outcome is UNKNOWN is
+// not queued when the breaker opens, even from a later turn.
+//
+// The charge times out after the server took it (UNKNOWN), which opens payments'
+// breaker (volume gate 1). A later turn asks for the same charge. Expected per the
+// README ("A mutation whose earlier attempt has an unknown outcome is never queued or
+// replayed automatically: the plugin answers it "outcome unknown"") and the admission
+// docs ("Work whose idempotency key has an unsettled intent in the journal ... is
+// neither queued nor replayed automatically"): the model is told the outcome is
+// unknown, nothing is queued, and after the dependency recovers nothing is replayed:
+// the server counts one charge.
+func TestCase6UnknownMutationIsNotQueued(t *testing.T) {
+	t.Parallel()
+	timer := &clientTimer{}
+	var w *world
+	srv := newServer(t, func(n int, rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/charge" && n == 1 {
+			w.clk.Advance(clientTimeout)
+			timer.fireLatest()
+			<-r.Context().Done()
+			return
+		}
+		_, _ = rw.Write([]byte(`{"status": "ok"}`))
+	})
+	w = newWorld(t, setup{
+		dependencies: map[string]dependencymap.Dependency{"payments": {
+			Tools:  []string{"charge", "lookup_balance"},
+			Policy: breaker.Policy{MinimumCalls: 1, Cooldown: 30 * time.Second, Jitter: -1},
+		}},
+		mutating:   []string{"charge"},
+		queueTools: map[string]callbacks.QueueTool{"charge": {MaxWait: time.Hour, Priority: admission.PriorityHigh}},
+		runQueue:   true,
+		tools: func(w *world) []tool.Tool {
+			return []tool.Tool{
+				w.httpTool(t, "charge", http.MethodPost, srv.URL+"/charge", clientOpts{timeout: clientTimeout, afterFunc: timer.afterFunc}),
+				w.httpTool(t, "lookup_balance", http.MethodGet, srv.URL+"/balance", clientOpts{}),
+			}
+		},
+	})
+	b := w.breaker(t, "payments")
+	args := map[string]any{"amount": 42, "to": "acct-7"}
+
+	rs := responses(w.turn(t, callOnce("charge", args)))
+	require.Equal(t, payloads.TypeOutcomeUnknown, rs[0][payloads.KeyResponseType])
+	require.Equal(t, breaker.Open, b.State(), "the UNKNOWN timeout counted")
+
+	w.clk.Advance(time.Second)
+	rs = responses(w.turn(t, callOnce("charge", args)))
+	require.Len(t, rs, 1)
+	require.Equal(t, payloads.TypeOutcomeUnknown, rs[0][payloads.KeyResponseType], "not queued: its earlier attempt may have been applied")
+	require.Empty(t, w.queued(t), "nothing queued")
+	require.Empty(t, w.eventsOf(callbacks.EventQueued))
+
+	// Recovery: the probe closes the breaker; the Run loop has nothing to replay.
+	w.clk.Advance(30 * time.Second)
+	require.Equal(t, map[string]any{"status": "ok"}, responses(w.turn(t, callOnce("lookup_balance", nil)))[0])
+	require.Equal(t, breaker.Closed, b.State())
+	rep, err := w.queue.Drain(context.Background(), "payments")
+	require.NoError(t, err)
+	require.Equal(t, admission.DrainReport{}, rep)
+	require.Equal(t, 1, srv.count("/charge"), "one charge reached the server")
+	in := w.intents(t, "charge")
+	require.Len(t, in, 1)
+	require.Equal(t, journal.StateAwaitingOperator, in[0].State)
+	require.Empty(t, w.queueEvents.list())
+	requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge"})
+	w.requireClean(t)
+}
+
+// Case 6, with the invariant on the replay: the queued item's operation was later sent
+// and its outcome is UNKNOWN, so the queue hands the item over instead of replaying it.
+//
+// The charge is queued while payments is down (key K). After the cooldown the model
+// asks for the same charge in the same turn: it is the same operation, so it goes out
+// as the probe under K, and times out after the server took it (UNKNOWN; the breaker
+// reopens). When a later probe closes the breaker, the queue finds K's unsettled
+// intent. Expected per the admission docs ("An item whose idempotency key has an
+// unsettled intent in the journal ... is not replayed: replaying could apply it twice.
+// It is handed over instead (Config.OnHandOver, and the event), with the reason"):
+// the server counts one charge, and the item ends handed_over.
+func TestCase6QueuedItemWithAnUnknownAttemptIsHandedOver(t *testing.T) {
+	t.Parallel()
+	timer := &clientTimer{}
+	var w *world
+	srv := newServer(t, func(_ int, rw http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/charge":
+			w.clk.Advance(clientTimeout)
+			timer.fireLatest()
+			<-r.Context().Done()
+			return
+		case r.URL.Path == "/balance" && breakerState(w, "payments") == breaker.Closed: // the first lookup fails
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = rw.Write([]byte(`{"status": "ok"}`))
+	})
+	handedOver := &recorder[journal.QueueItem]{}
+	cooldown := 30 * time.Second
+	w = newWorld(t, setup{
+		dependencies: map[string]dependencymap.Dependency{"payments": {
+			Tools:  []string{"charge", "lookup_balance"},
+			Policy: breaker.Policy{MinimumCalls: 1, Cooldown: cooldown, Jitter: -1},
+		}},
+		mutating:   []string{"charge"},
+		queueTools: map[string]callbacks.QueueTool{"charge": {MaxWait: time.Hour, Priority: admission.PriorityHigh}},
+		onHandOver: handedOver.add,
+		runQueue:   true,
+		tools: func(w *world) []tool.Tool {
+			return []tool.Tool{
+				w.httpTool(t, "charge", http.MethodPost, srv.URL+"/charge", clientOpts{timeout: clientTimeout, afterFunc: timer.afterFunc}),
+				w.httpTool(t, "lookup_balance", http.MethodGet, srv.URL+"/balance", clientOpts{}),
+			}
+		},
+	})
+	b := w.breaker(t, "payments")
+	args := map[string]any{"amount": 42, "to": "acct-7"}
+	responses(w.turn(t, callOnce("lookup_balance", nil)))
+	require.Equal(t, breaker.Open, b.State())
+
+	turn := w.turn(t, steps(call("charge", args), func() breakertest.Step {
+		w.clk.Advance(cooldown)
+		return breakertest.Call("charge", args)
+	}))
+	rs := responses(turn)
+	require.Len(t, rs, 2)
+	require.Equal(t, callbacks.TypeQueued, rs[0][payloads.KeyResponseType])
+	require.Equal(t, payloads.TypeOutcomeUnknown, rs[1][payloads.KeyResponseType])
+	require.Equal(t, breaker.Open, b.State(), "the probe timed out")
+	items := w.queued(t)
+	require.Len(t, items, 1)
+	charges := srv.requests("/charge")
+	require.Len(t, charges, 1)
+	require.Equal(t, items[0].IdempotencyKey, charges[0].Key, "the probe went under the queued item's key")
+
+	// A later probe closes the breaker; the queue must not replay the charge.
+	w.clk.Advance(2 * cooldown)
+	require.Equal(t, map[string]any{"status": "ok"}, responses(w.turn(t, callOnce("lookup_balance", nil)))[0])
+	require.Equal(t, breaker.Closed, b.State())
+	waitQueueEvent(t, w, admission.EventHandedOver, 1)
+
+	require.Len(t, srv.requests("/charge"), 1, "the charge reached the server once")
+	got := handedOver.list()
+	require.Len(t, got, 1)
+	require.Equal(t, items[0].ID, got[0].ID)
+	require.Equal(t, journal.QueueHandedOver, w.queued(t)[0].State)
+	in := w.intents(t, "charge")
+	require.Len(t, in, 1)
+	require.Equal(t, classify.Unknown, in[0].Outcome)
+	require.False(t, in[0].State.Settled())
+	for _, e := range w.queueEvents.list() {
+		require.NotEqual(t, admission.EventReplayed, e.Kind)
+	}
+	requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge"})
+
+	// The audit record of the charge's one attempt must join the call's own records:
+	// README: request_id is "the adk-go invocation ID, in every record: short-circuits,
+	// attempts, ..."; "The plugin's retry attempt records carry ... the breaker's policy
+	// version when the Retrier's policy has none".
+	outcome := w.records(t, "call_outcome", "charge")
+	require.Len(t, outcome, 1)
+	att := w.retryRecords(t, "charge")
+	require.Len(t, att, 1)
+	require.Equal(t, outcome[0]["request_id"], att[0]["request_id"],
+		"finding: the attempt record of an operation that was queued first carries request_id %v, not the invocation ID", att[0]["request_id"])
+	require.Equal(t, policyVersion, att[0]["policy_version"],
+		"finding: the attempt record of an operation that was queued first has no policy_version")
+	w.requireClean(t)
+}
+
+// breakerState reads a breaker's state from any goroutine (no test assertions).
+func breakerState(w *world, key string) breaker.State {
+	b, _ := w.deps.Get(key)
+	return b.State()
+}
