@@ -22,7 +22,8 @@ import (
 // A hold is per dependency, not per tool or per arguments: a server that sheds load
 // or ran out of quota does so for every call it receives. It only moves later, and
 // it is bounded by the dependency policy's MaxRetryAfter, so a server (or a proxy in
-// front of it) that asks for a day cannot take the tool away for a day. A breaker
+// front of it) that asks for a day cannot take the tool away for a day. After the
+// clock jumps back, a hold ends at most the stated delay later. A breaker
 // forced closed by an operator ignores holds: that is the way out of a wrong one.
 //
 // The zero value holds nothing. It is safe for concurrent use.
@@ -34,7 +35,17 @@ type holds struct {
 type hold struct {
 	mu    sync.Mutex
 	until int64 // c.nanos() before which calls are answered locally
+	span  int64 // the delay that set until
 	class classify.Class
+}
+
+// clamp keeps the hold within the delay that set it when the clock has jumped back,
+// as the breaker does with its deadlines: after a jump of five minutes back, a 30 s
+// hold ends 30 s after the jump, not five and a half minutes later. Call with mu held.
+func (h *hold) clamp(now int64) {
+	if h.until-now > h.span {
+		h.until = now + h.span
+	}
 }
 
 // noteHold records the delay in cls, if any, for cl's dependency. Called when a call
@@ -49,12 +60,14 @@ func (c *Callbacks) noteHold(cl *call, cls classify.Classification) {
 	if d <= 0 {
 		return
 	}
-	until := c.nanos() + int64(d)
+	now := c.nanos()
+	until := now + int64(d)
 	v, _ := c.holds.m.LoadOrStore(cl.dep, &hold{})
 	h := v.(*hold)
 	h.mu.Lock()
+	h.clamp(now)
 	if until > h.until {
-		h.until, h.class = until, cls.Class
+		h.until, h.span, h.class = until, int64(d), cls.Class
 	}
 	h.mu.Unlock()
 	c.holds.any.Store(true)
@@ -79,6 +92,7 @@ func (c *Callbacks) held(ctx agent.Context, inv *invocation, tool, dep string, b
 	h := v.(*hold)
 	now := c.nanos()
 	h.mu.Lock()
+	h.clamp(now)
 	left, class := time.Duration(h.until-now), h.class
 	h.mu.Unlock()
 	if left <= 0 {
