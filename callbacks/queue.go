@@ -61,8 +61,7 @@ func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, 
 	}
 	requestID, key := ctx.FunctionCallID(), ""
 	if c.cfg.Retry != nil {
-		op := retry.Operation{Dependency: dep, Tool: tool, Args: args, Idempotent: !c.mutating[tool]}
-		if run, _, err := c.cfg.Retry.Track(inv.id, op); err == nil {
+		if run, _, err := c.cfg.Retry.Track(inv.id, c.operation(inv, tool, dep, b, args)); err == nil {
 			if reason, _ := run.Done(); reason == retry.ReasonUnknownOutcome && c.mutating[tool] {
 				return c.replayRefused(ctx, inv, tool, dep, b, args, "it is not queued for a replay that could apply it twice.", nil)
 			}

@@ -13,12 +13,10 @@ import (
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
-// admitRetry maps a call admitted by its breaker and bulkhead to its logical operation
-// (Config.Retry) and asks for the operation's next attempt. It returns the attempt, or
-// the payload that answers a refused call instead of the tool. A call it cannot map
-// (bad arguments, too many operations) goes on without retry accounting, loudly, like
-// a call without a breaker.
-func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any) (*retry.Attempt, map[string]any) {
+// operation is the logical operation a call of tool belongs to, as the Retrier tracks
+// it. Every path that starts tracking one (a call admitted, a call queued) builds it
+// here, since whichever comes first names the operation in every later record.
+func (c *Callbacks) operation(inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any) retry.Operation {
 	// request_id is the invocation, as in every record of the library (the retry
 	// package's records have no function call ID). The breaker's policy version names
 	// the policy when the Retrier's own has none, as it does for an operation given
@@ -32,6 +30,16 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 	if j := c.cfg.Journal; j != nil {
 		op.Reconcile = j.Reconciler()
 	}
+	return op
+}
+
+// admitRetry maps a call admitted by its breaker and bulkhead to its logical operation
+// (Config.Retry) and asks for the operation's next attempt. It returns the attempt, or
+// the payload that answers a refused call instead of the tool. A call it cannot map
+// (bad arguments, too many operations) goes on without retry accounting, loudly, like
+// a call without a breaker.
+func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any) (*retry.Attempt, map[string]any) {
+	op := c.operation(inv, tool, dep, b, args)
 	confirm := c.confirmsReplays(tool)
 	checked := false
 	if confirm {
