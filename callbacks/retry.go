@@ -64,11 +64,12 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 			slog.String("tool", tool), slog.String("dependency", dep), c.errAttr(err))
 		return nil, nil
 	}
-	a, err := run.Admit(ctx)
+	// The callbacks hold the breaker's permit: say which state admitted the call, for
+	// the record of the attempt, made or refused.
+	state := b.State()
+	a, err := run.Admit(retry.WithAdmittingState(ctx, state))
 	if err == nil {
-		// The callbacks hold the breaker's permit: say which state admitted the call,
-		// for the attempt's record.
-		retry.ReportBreakerState(a.Context(), b.State())
+		retry.ReportBreakerState(a.Context(), state)
 		return a, nil
 	}
 	se, ok := errors.AsType[*retry.StopError](err)

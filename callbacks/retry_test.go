@@ -311,20 +311,17 @@ func TestRetryModelReissuesShareOneOperation(t *testing.T) {
 			require.Len(t, refused, 4-tt.wantRequests)
 			require.Equal(t, tt.wantReason, refused[0].RetryReason)
 
+			// The model asks again after the operation ended (by the budget, issue 12b, or
+			// by the attempt cap): one record more, of the attempt never sent, once
+			// however often it asks, with the state of the breaker that admitted it.
 			recs := rec.list()
-			sent := recs
-			if tt.wantReason == retry.ReasonBudgetExhausted {
-				// The budget refuses when the model asks again (issue 12b): one record
-				// more, of an attempt never sent.
-				require.Len(t, recs, tt.wantRequests+1)
-				refusal := recs[len(recs)-1]
-				require.Equal(t, classify.FailedBeforeSend, refusal.Outcome)
-				require.False(t, refusal.Dispatched)
-				require.Equal(t, tt.wantRequests+1, refusal.Attempt)
-				sent = recs[:tt.wantRequests]
-			} else {
-				require.Len(t, recs, tt.wantRequests)
-			}
+			require.Len(t, recs, tt.wantRequests+1)
+			refusal := recs[len(recs)-1]
+			require.Equal(t, classify.FailedBeforeSend, refusal.Outcome)
+			require.False(t, refusal.Dispatched)
+			require.Equal(t, tt.wantRequests+1, refusal.Attempt)
+			require.Equal(t, "closed", refusal.BreakerState)
+			sent := recs[:tt.wantRequests]
 			for i, e := range sent {
 				require.Equal(t, i+1, e.Attempt, "attempt numbers of one operation")
 				require.Equal(t, recs[0].RequestID, e.RequestID, "one logical operation")

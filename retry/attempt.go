@@ -40,6 +40,24 @@ func ReportBreakerState(ctx context.Context, s breaker.State) {
 	}
 }
 
+// WithAdmittingState returns ctx carrying the state of the breaker that admitted the
+// call, for a caller that holds the dependency's breaker itself rather than giving it
+// to the Operation (the callbacks plugin): Run.Admit writes it into the records of
+// attempts it refuses before they are sent, as it does for an Operation's own breaker.
+func WithAdmittingState(ctx context.Context, s breaker.State) context.Context {
+	return context.WithValue(ctx, admittingKey{}, s)
+}
+
+type admittingKey struct{}
+
+// admittingState is the state given to WithAdmittingState, or "" when none was.
+func admittingState(ctx context.Context) string {
+	if s, ok := ctx.Value(admittingKey{}).(breaker.State); ok {
+		return s.String()
+	}
+	return ""
+}
+
 // Finish reports the attempt's outcome and returns what comes next. A zero
 // Classification is filled in from err (classify.Error with the attempt's context). ctx
 // is the caller's context, used to reconcile an UNKNOWN outcome; the journal records

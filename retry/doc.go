@@ -46,7 +46,10 @@
 //
 // Every attempt, and every attempt refused before it was sent, produces an [Event]
 // (dependency, request_id, attempt, outcome, error_class, elapsed_ms, breaker_state,
-// policy_version) for the Config.OnAttempt hooks and the Config.Logger.
+// policy_version) for the Config.OnAttempt hooks and the Config.Logger. An operation
+// asked again after it ended (the model re-issuing a call the attempt cap refused)
+// records the refused attempt once, however often it is asked. A caller that holds
+// the breaker itself passes its state with WithAdmittingState.
 //
 // # Time
 //

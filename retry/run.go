@@ -30,6 +30,7 @@ type Run struct {
 	retryGranted   bool // the last Finish granted a retry that has not been taken
 	chargeOnAdmit  bool // the budget is charged when the retry is admitted (Track)
 	stopped        Reason
+	refusedNext    bool  // attempt attempts+1 was refused and recorded
 	stopErr        error // why the operation stopped before sending, when it did
 	mayHaveApplied bool  // an attempt ended UNKNOWN and was not proved unapplied
 	last           classify.Classification
@@ -76,8 +77,18 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 		run.reconcileAgainLocked(ctx)
 	}
 	if run.stopped != "" {
+		// Asked again after the operation ended (the model re-issuing the call): this
+		// attempt is refused before it is sent, and recorded as such.
+		// The record names the attempt's number once: asking again after that gets the
+		// same answer without another record of the same attempt.
 		err := run.stopErrorLocked()
+		n, why, last, record := run.attempts+1, run.stopped, run.last, !run.refusedNext
+		run.refusedNext = true
 		run.mu.Unlock()
+		if record {
+			run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: last.Class,
+				BreakerState: admittingState(ctx), Stop: why, At: r.clk.Now()})
+		}
 		return nil, err
 	}
 	if run.inFlight {
@@ -96,8 +107,10 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 		run.stopLocked(ReasonDeadlineExhausted, nil)
 		err := run.stopErrorLocked()
 		n := run.attempts + 1
+		run.refusedNext = true
 		run.mu.Unlock()
-		run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: classify.ClassDeadline, Stop: ReasonDeadlineExhausted, At: now})
+		run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: classify.ClassDeadline,
+			BreakerState: admittingState(ctx), Stop: ReasonDeadlineExhausted, At: now})
 		return nil, err
 	}
 	first := run.attempts == 0
@@ -108,8 +121,10 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 		run.stopLocked(ReasonBudgetExhausted, nil)
 		err := run.stopErrorLocked()
 		n, last := run.attempts+1, run.last
+		run.refusedNext = true
 		run.mu.Unlock()
-		run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: last.Class, Stop: ReasonBudgetExhausted, At: now})
+		run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: last.Class,
+			BreakerState: admittingState(ctx), Stop: ReasonBudgetExhausted, At: now})
 		return nil, err
 	}
 	run.inFlight = true
@@ -150,6 +165,7 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 	}
 	run.mu.Lock()
 	run.attempts = n
+	run.refusedNext = false
 	run.mu.Unlock()
 
 	actx := WithIdempotencyKey(ctx, run.op.IdempotencyKey)
@@ -177,6 +193,7 @@ func (run *Run) refuse(ctx context.Context, a *Attempt, c classify.Classificatio
 	run.lastInfo = a.info
 	run.stopLocked(why, err)
 	serr := run.stopErrorLocked()
+	run.refusedNext = true
 	run.mu.Unlock()
 	run.emit(ctx, Event{Attempt: a.info.Number, Outcome: c.Outcome, ErrorClass: c.Class, BreakerState: state,
 		Stop: why, At: now, Err: err})
