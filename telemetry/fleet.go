@@ -19,8 +19,7 @@ type FleetSource interface {
 	// that name is attached.
 	Scope(dependency string) string
 	// Counters returns the fleet's counters since it started: successful sync rounds,
-	// failed ones, Redis outages (Redis unreachable after answering) and Redis commands
-	// sent.
+	// failed ones, Redis outages (the first failed sync of each) and Redis commands sent.
 	Counters() (syncs, failures, outages, commands int64)
 }
 
@@ -47,7 +46,7 @@ var (
 	descFleetSyncFailures = prometheus.NewDesc(nameFleetSyncFailures,
 		"Fleet sync rounds (or single breakers' scripts) that failed: Redis down, slow or partitioned.", nil, nil)
 	descFleetOutages = prometheus.NewDesc(nameFleetOutages,
-		"Times Redis became unreachable after answering: each such outage makes the replica's breakers decide alone after LocalAfter.", nil, nil)
+		"Times the fleet lost Redis (the first failed sync of each outage): during an outage the replica's breakers decide alone after LocalAfter.", nil, nil)
 	descFleetRedisCommands = prometheus.NewDesc(nameFleetRedisCommands,
 		"Redis commands the fleet sent (script runs and loads).", nil, nil)
 	descFleetLocal = prometheus.NewDesc(nameFleetLocal,

@@ -81,7 +81,7 @@ func TestFleetMetricsAreReadAtScrapeTime(t *testing.T) {
 # TYPE agentbreaker_fleet_local gauge
 agentbreaker_fleet_local{dependency="crm"} %s
 agentbreaker_fleet_local{dependency="search"} 1
-# HELP agentbreaker_fleet_outages_total Times Redis became unreachable after answering: each such outage makes the replica's breakers decide alone after LocalAfter.
+# HELP agentbreaker_fleet_outages_total Times the fleet lost Redis (the first failed sync of each outage): during an outage the replica's breakers decide alone after LocalAfter.
 # TYPE agentbreaker_fleet_outages_total counter
 agentbreaker_fleet_outages_total %s
 # HELP agentbreaker_fleet_redis_commands_total Redis commands the fleet sent (script runs and loads).
