@@ -176,13 +176,20 @@
       c.appendChild(document.createTextNode(label));
       return c;
     };
-    $("#summary").replaceChildren(
+    const chips = [
       chip(breakers.length, "breakers"),
       chip(counts.open, "open", "bad"),
       chip(counts.half_open, "half-open", "warn"),
       chip(counts.forced_open, "forced open", "forced"),
       chip(counts.forced_closed, "forced closed", "forced"),
-      chip(counts.closed, "closed"));
+      chip(counts.closed, "closed")];
+    // Fleet mode: how many breakers of this replica decide alone (Redis unreachable).
+    if (breakers.some((b) => b.scope)) {
+      const local = chip(breakers.filter((b) => b.scope && b.scope !== "fleet").length, "deciding locally", "warn");
+      local.title = scopeTips.local;
+      chips.push(local);
+    }
+    $("#summary").replaceChildren(...chips);
   }
 
   async function load() {
