@@ -108,7 +108,7 @@ func newReplica(t *testing.T, redisAddr, app, name string) *replica {
 	// The wiring the README shows (issue 16: scope on the admin page, Redis failures in
 	// metrics):
 	tel.Watch(deps)
-	tel.WatchFleet(f) // agentbreaker_fleet_* on /metrics, read at scrape time
+	tel.WatchFleet(f)                                                         // agentbreaker_fleet_* on /metrics, read at scrape time
 	h := admin.MustNew(admin.Config{Token: token, Breakers: deps, Scopes: f}) // "scope": "fleet" or "local"
 	r := &replica{deps: deps, fleet: f}
 	r.admin = httptest.NewServer(h)
