@@ -105,11 +105,11 @@ func newReplica(t *testing.T, redisAddr, app, name string) *replica {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, f.Close()) })
 	require.NoError(t, f.AttachMap(deps))
-	// The wiring the README shows (issue 16: scope on the admin page, Redis failures in
-	// metrics):
+	// The wiring the README shows (issue 16): agentbreaker_fleet_* on /metrics, read at
+	// scrape time, and "scope": "fleet" or "local" on the admin page.
 	tel.Watch(deps)
-	tel.WatchFleet(f)                                                         // agentbreaker_fleet_* on /metrics, read at scrape time
-	h := admin.MustNew(admin.Config{Token: token, Breakers: deps, Scopes: f}) // "scope": "fleet" or "local"
+	tel.WatchFleet(f)
+	h := admin.MustNew(admin.Config{Token: token, Breakers: deps, Scopes: f})
 	r := &replica{deps: deps, fleet: f}
 	r.admin = httptest.NewServer(h)
 	t.Cleanup(r.admin.Close)
