@@ -41,6 +41,11 @@ type BreakerStatus struct {
 	// Transitions are the breaker's recent state changes, newest first (with a
 	// History; empty without one).
 	Transitions []Transition `json:"transitions"`
+	// Scope is ScopeFleet while the breaker follows the fleet (its state is every
+	// replica's, and force open, force closed and reset apply to every replica) and
+	// ScopeLocal while it decides alone on this replica. It is omitted without
+	// Config.Scopes and for a breaker the fleet has not attached.
+	Scope string `json:"scope,omitempty"`
 }
 
 // State is the document GET /api/state returns.
@@ -96,12 +101,30 @@ func (h *Handler) status(b *breaker.Breaker, now time.Time) BreakerStatus {
 	} else if recent, _ := h.history.Recent(s.Name); recent != nil {
 		st.Transitions = recent
 	}
+	st.Scope = h.scope(s.Name)
 	if t, ok := h.breakers.(interface{ Tools(string) []string }); ok {
 		if tools := t.Tools(s.Name); tools != nil {
 			st.Tools = tools
 		}
 	}
 	return st
+}
+
+// scope reads the breaker's scope: "fleet", "local" (anything else the Scopes says but
+// "fleet", as the breaker does not follow the fleet then) or "" (not attached, or no
+// Scopes).
+func (h *Handler) scope(name string) string {
+	if h.scopes == nil {
+		return ""
+	}
+	switch h.scopes.Scope(name) {
+	case "":
+		return ""
+	case ScopeFleet:
+		return ScopeFleet
+	default:
+		return ScopeLocal
+	}
 }
 
 func (h *Handler) state(w http.ResponseWriter, _ *http.Request) {
@@ -204,10 +227,13 @@ func (h *Handler) breakerAction(w http.ResponseWriter, r *http.Request) {
 	from := b.State()
 	do(b, withOrigin(reason, r))
 	after := h.status(b, h.clk.Now())
-	h.log.Warn("agentbreaker admin: operator action",
-		"action", action, "dependency", name, "reason", reason, "remote_addr", r.RemoteAddr,
+	attrs := []any{"action", action, "dependency", name, "reason", reason, "remote_addr", r.RemoteAddr,
 		"from", from.String(), "to", after.State, "cause", breaker.CauseOperator.String(),
-		"policy_version", after.PolicyVersion)
+		"policy_version", after.PolicyVersion}
+	if after.Scope != "" {
+		attrs = append(attrs, "scope", after.Scope)
+	}
+	h.log.Warn("agentbreaker admin: operator action", attrs...)
 	writeJSON(w, http.StatusOK, ActionResult{Action: action, Breaker: &after})
 }
 

@@ -110,6 +110,26 @@ type JournalAdmin interface {
 	Discard(ctx context.Context, id string) error
 }
 
+// Scopes says whether a breaker's state is shared by every replica or local to this
+// one. *fleet.Fleet implements it (package fleet, fleet mode): Scope returns "fleet"
+// while the named breaker follows the fleet, "local" while it decides alone (Redis
+// unreachable, or not synced yet) and "" when the breaker is not attached. It must be
+// safe for concurrent use and must not block on the network.
+type Scopes interface {
+	Scope(dependency string) string
+}
+
+// Scope values of BreakerStatus.Scope.
+const (
+	// ScopeFleet: the breaker follows the fleet; its state is every replica's, and an
+	// operator's action applies to every replica.
+	ScopeFleet = "fleet"
+	// ScopeLocal: the breaker decides alone on this replica; an operator's action
+	// applies here at once and reaches the fleet when Redis answers again (unless the
+	// fleet moved on meanwhile).
+	ScopeLocal = "local"
+)
+
 // Config configures a [Handler].
 type Config struct {
 	// Token is the bearer token every request must present. Required, at least
@@ -131,6 +151,10 @@ type Config struct {
 	// page then shows the time open from the breaker's last opening and no
 	// transitions.
 	History *History
+	// Scopes, when set, tells the state document and the page whether each breaker's
+	// state is fleet-wide or local (a *fleet.Fleet; see Scopes). Defaults to none: no
+	// scope is shown.
+	Scopes Scopes
 	// Refresh is how often the page reloads the state by itself (the operator can
 	// pause it). From 1s to 10m. Defaults to DefaultRefresh.
 	Refresh time.Duration

@@ -29,6 +29,19 @@
 // the journal endpoints then list the intents no status lookup could settle, with a
 // summary that never shows their arguments, and approve or discard them.
 //
+// # Fleet mode
+//
+// With fleet mode (package fleet), set Scopes to the *fleet.Fleet the breakers are
+// attached to (admin reads it through the small [Scopes] interface and does not import
+// a Redis client). Each breaker in the state document then carries "scope": "fleet"
+// while its state is shared by every replica, "local" while this replica decides alone
+// (Redis unreachable, or not synced yet); the page shows it as a badge next to the
+// state. Force open, force closed and reset on an attached breaker apply to every
+// replica: the fleet publishes the operator's action at its next sync, at once. On a
+// local breaker they apply here at once and reach the fleet when Redis answers again,
+// unless the fleet's state moved on meanwhile. Each replica serves its own admin page,
+// so any one of them can act for the fleet.
+//
 // Mount it on an internal listener, not the one that serves users, and behind TLS: the
 // token travels in a header on every request.
 //

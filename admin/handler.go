@@ -26,6 +26,7 @@ type Handler struct {
 	routes    Routes
 	journal   JournalAdmin
 	history   *History
+	scopes    Scopes
 	refresh   time.Duration
 	log       *slog.Logger
 	clk       clock.Clock
@@ -65,6 +66,7 @@ func New(cfg Config) (*Handler, error) {
 		routes:    cfg.Routes,
 		journal:   cfg.Journal,
 		history:   cfg.History,
+		scopes:    cfg.Scopes,
 		refresh:   cfg.Refresh,
 		log:       cfg.Logger,
 		clk:       clock.OrSystem(cfg.Clock),

@@ -79,6 +79,11 @@
 
   const downStates = { open: 0, half_open: 1, forced_open: 2 };
 
+  const scopeTips = {
+    fleet: "Fleet-wide: every replica shares this state through Redis. Force open, Force closed and Reset apply to every replica.",
+    local: "Local: this replica decides alone (Redis unreachable, or not synced yet). Force open, Force closed and Reset apply here now and reach every replica when Redis answers again, unless the fleet's state moved on meanwhile.",
+  };
+
   function renderTransitions(td, b, now) {
     const list = b.transitions || [];
     if (list.length === 0) { td.textContent = "none seen"; td.classList.add("muted"); return; }
@@ -120,6 +125,16 @@
     cell(tr, b.name, "name");
     const st = cell(tr, "", "state");
     st.appendChild(el("span", b.state, "badge " + b.state));
+    // Fleet mode: whether this state is every replica's or this replica's alone. The
+    // class comes from a fixed set; the text is set as text.
+    const scopeTip = b.scope ? scopeTips[b.scope === "fleet" ? "fleet" : "local"] : "";
+    if (b.scope) {
+      tr.dataset.scope = b.scope === "fleet" ? "fleet" : "local";
+      const sc = el("span", b.scope, "badge scope " + tr.dataset.scope);
+      sc.title = scopeTip;
+      st.appendChild(document.createTextNode(" "));
+      st.appendChild(sc);
+    }
     const openFor = cell(tr, b.down_since ? duration(b.open_for_seconds) : "", "open-for");
     if (b.down_since) openFor.title = "since " + b.down_since;
     cell(tr, b.window_failed_calls + " / " + b.window_slow_calls + " / " + b.window_calls, "window");
@@ -131,6 +146,7 @@
     for (const [action, label] of [["force-open", "Force open"], ["force-closed", "Force closed"], ["reset", "Reset"]]) {
       button(actions, label, () => act("api/breakers/" + encodeURIComponent(b.name) + "/" + action, label + " " + b.name), action);
     }
+    if (scopeTip) for (const btn of actions.querySelectorAll("button")) btn.title = scopeTip;
     return tr;
   }
 
@@ -160,13 +176,20 @@
       c.appendChild(document.createTextNode(label));
       return c;
     };
-    $("#summary").replaceChildren(
+    const chips = [
       chip(breakers.length, "breakers"),
       chip(counts.open, "open", "bad"),
       chip(counts.half_open, "half-open", "warn"),
       chip(counts.forced_open, "forced open", "forced"),
       chip(counts.forced_closed, "forced closed", "forced"),
-      chip(counts.closed, "closed"));
+      chip(counts.closed, "closed")];
+    // Fleet mode: how many breakers of this replica decide alone (Redis unreachable).
+    if (breakers.some((b) => b.scope)) {
+      const local = chip(breakers.filter((b) => b.scope && b.scope !== "fleet").length, "deciding locally", "warn");
+      local.title = scopeTips.local;
+      chips.push(local);
+    }
+    $("#summary").replaceChildren(...chips);
   }
 
   async function load() {

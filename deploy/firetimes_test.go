@@ -322,6 +322,41 @@ var fireScenarios = []fireScenario{
 		event:     minutes(2) + 50*time.Second,
 		firesFrom: minutes(17) + 50*time.Second, firesBy: minutes(18) + 50*time.Second,
 	},
+	{
+		name: "fleet breakers deciding locally", alert: "AgentbreakerFleetLocal", end: minutes(30),
+		series: []fireSeries{
+			// Redis unreachable from replica a at 6m40s: two breakers go local one sync
+			// later (LocalAfter is under a second: the scrape sees both at once).
+			{`agentbreaker_fleet_local{case="fires",job="agent",instance="a",dependency="crm"}`, local(minutes(6)+40*time.Second, minutes(60))},
+			{`agentbreaker_fleet_local{case="fires",job="agent",instance="a",dependency="search"}`, local(minutes(6)+40*time.Second, minutes(60))},
+			// A Redis failover of 4m50s seen from replica b: no alert.
+			{`agentbreaker_fleet_local{case="quiet",job="agent",instance="b",dependency="crm"}`, local(minutes(3)+10*time.Second, minutes(8))},
+			// Redis lost for two minutes, back for 90 s (an evaluation sees it back at
+			// every phase), lost again for three and a half: seven minutes in all, but
+			// the pending alert starts over, so no alert.
+			{`agentbreaker_fleet_local{case="quiet",job="agent",instance="c",dependency="crm"}`, func(t time.Duration) sample {
+				if v := local(minutes(2), minutes(4))(t); v.v == 1 {
+					return v
+				}
+				return local(minutes(5)+30*time.Second, minutes(9))(t)
+			}},
+			// A breaker's first sync (local for a few hundred milliseconds) never shows
+			// for long: always fleet-wide at the scrapes.
+			{`agentbreaker_fleet_local{case="quiet",job="agent",instance="d",dependency="crm"}`, constant(0)},
+		},
+		event:     minutes(6) + 40*time.Second,
+		firesFrom: minutes(11) + 40*time.Second, firesBy: minutes(12) + 55*time.Second,
+	},
+}
+
+// local is agentbreaker_fleet_local: 1 while t is in [since, until), else 0.
+func local(since, until time.Duration) func(time.Duration) sample {
+	return func(t time.Duration) sample {
+		if t >= since && t < until {
+			return val(1)
+		}
+		return val(0)
+	}
 }
 
 // bareRules writes a copy of the rules without annotations, so that the generated

@@ -63,7 +63,18 @@ func exerciseTelemetry(t *testing.T, reg prometheus.Registerer) *telemetry.Telem
 	tel.FallbackShare(0.1)
 	tel.JournalPending(1, time.Now())
 	tel.ToolAbandoned(ctx, tooltimeout.Abandon{Tool: "export_report", Limit: time.Second, Running: 1})
+	tel.WatchFleet(stubFleet{})
 	return tel
+}
+
+// stubFleet stands for a *fleet.Fleet (its metrics are read through
+// telemetry.FleetSource), so this package's tests need no Redis; test/admin scrapes a
+// real one.
+type stubFleet struct{}
+
+func (stubFleet) Scope(string) string { return "local" }
+func (stubFleet) Counters() (syncs, failures, outages, commands int64) {
+	return 10, 2, 1, 12
 }
 
 // seriesNames expands families into the names a query can select: a histogram family

@@ -62,6 +62,7 @@ var issueAlerts = []string{
 	"AgentbreakerBulkheadRejectingWhileClosed", // bulkhead rejecting while its breaker is closed
 	"AgentbreakerProbeSuccessLow",              // probe success rate low
 	"AgentbreakerJournalIntentsUnreconciled",   // journal intents unreconciled for too long
+	"AgentbreakerFleetLocal",                   // issue 16: a replica's breakers decide without the fleet
 }
 
 func TestRulesUseExportedMetrics(t *testing.T) {

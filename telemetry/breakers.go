@@ -196,6 +196,7 @@ func (t *Telemetry) collectBreakers(ch chan<- prometheus.Metric) {
 	if len(folded) > 0 || len(other.transitions) > 0 || other.extensions > 0 {
 		collectOther(ch, other, folded, now)
 	}
+	t.collectFleet(ch, byLabel, folded)
 }
 
 // collectOther exports the dependency="other" row: the event counts of the breakers

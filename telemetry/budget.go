@@ -145,7 +145,8 @@ func (b *seriesBudget) known(k seriesKey) bool {
 
 // SeriesBound is the most series a Telemetry with this configuration exports, whatever
 // names it is fed: the budget (MaxSeries) plus the fixed "other" rows and the series
-// that do not depend on names. With the defaults it is DefaultSeriesBound.
+// that do not depend on names. With the defaults it is DefaultSeriesBound. A fleet
+// (Config.Fleet, or one given to Telemetry.WatchFleet later) adds FleetSeries.
 func (c Config) SeriesBound() int {
 	if c.MaxSeries == 0 {
 		c.MaxSeries = DefaultMaxSeries
@@ -167,7 +168,11 @@ func (c Config) SeriesBound() int {
 	// The overflow counter (one series per family), the journal gauges, the fallback
 	// ratio and the start time.
 	const fixed = int(numFamilies) + 2 + 1 + 1
-	return c.MaxSeries + otherRows + fixed
+	bound := c.MaxSeries + otherRows + fixed
+	if c.Fleet != nil {
+		bound += FleetSeries
+	}
+	return bound
 }
 
 // DefaultSeriesBound is Config{}.SeriesBound(): the worst case with the default

@@ -66,6 +66,11 @@ type Config struct {
 	// Config.SeriesBound() series (DefaultSeriesBound with the defaults). Defaults to
 	// DefaultMaxSeries.
 	MaxSeries int
+	// Fleet, when set, is read at scrape time for fleet mode's sync counters and for
+	// whether each watched breaker follows the fleet or decides alone (a *fleet.Fleet;
+	// see FleetSource). [Telemetry.WatchFleet] sets it after construction. Defaults to
+	// none: no fleet metrics.
+	Fleet FleetSource
 	// DurationBuckets are the bucket bounds, in seconds, of the call duration histogram:
 	// positive and increasing. Defaults to DefaultDurationBuckets.
 	DurationBuckets []float64

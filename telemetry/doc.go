@@ -51,6 +51,21 @@
 // values are sanitised at this edge (invalid UTF-8 and control characters become
 // U+FFFD, values are cut at MaxLabelLength bytes), so no name can make a scrape fail.
 //
+// # Fleet mode
+//
+// With fleet mode (package fleet), give the *fleet.Fleet to Config.Fleet or
+// [Telemetry.WatchFleet]; it is read at scrape time through [FleetSource], so this
+// package does not import a Redis client:
+//
+//	tel.WatchFleet(f) // f is the *fleet.Fleet the watched breakers are attached to
+//
+// Scrapes then show its sync rounds, failed ones, Redis outages and Redis commands
+// (agentbreaker_fleet_*_total) and, for every watched breaker the fleet has attached,
+// agentbreaker_fleet_local{dependency}: 1 while the breaker decides alone on this
+// replica (Redis unreachable, or not synced yet), 0 while it follows the fleet. Those
+// rows are charged to the series budget (one series each); a fleet adds FleetSeries to
+// Config.SeriesBound.
+//
 // Tool calls that tooltimeout abandons (the tool ignores its context and outlives its
 // timeout) are reported by [Telemetry.ToolAbandoned], given as
 // tooltimeout.Config.OnAbandon: a gauge of those still running, a counter, a WARN

@@ -26,6 +26,7 @@ type Telemetry struct {
 
 	sourceMu sync.Mutex                      // serialises Watch
 	sources  atomic.Pointer[[]BreakerSource] // copy-on-write list read by scrapes and lookups
+	fleet    atomic.Pointer[FleetSource]     // fleet mode's counters and scopes, read by scrapes
 
 	budget  *seriesBudget
 	started time.Time // when New ran: agentbreaker_start_time_seconds
@@ -128,6 +129,9 @@ func New(cfg Config) (*Telemetry, error) {
 	if cfg.Breakers != nil {
 		t.Watch(cfg.Breakers)
 	}
+	if cfg.Fleet != nil {
+		t.WatchFleet(cfg.Fleet)
+	}
 	if err := cfg.Registerer.Register(t); err != nil {
 		return nil, err
 	}
@@ -188,6 +192,9 @@ func (t *Telemetry) Describe(ch chan<- *prometheus.Desc) {
 	t.abandonedAll.Describe(ch)
 	t.budget.overflow.Describe(ch)
 	for _, d := range scrapeDescs {
+		ch <- d
+	}
+	for _, d := range fleetDescs {
 		ch <- d
 	}
 }
