@@ -97,7 +97,15 @@ func (s stripes) mine() *atomic.Int64 {
 // returns the stripe's new count, or -1 when the success was dropped (a transition
 // retagged the stripe after the caller checked its generation).
 func (s stripes) add(tag uint64) int64 {
-	c := s.mine()
+	// mine, written out: as a call it would not be inlined here, and the success path
+	// would pay for one more call.
+	col := s.col & (arenaCols - 1)
+	var c *atomic.Int64
+	if s.chunk.contended[col].Load() {
+		c = &s.chunk.lines[processorIndex()][col]
+	} else {
+		c = &s.chunk.lines[stripeIndex()][col]
+	}
 	for {
 		v := c.Load()
 		if uint64(v)>>tagShift != tag {
