@@ -1,11 +1,11 @@
 // This file is a copy of the library's callbacks/fixture_test.go: the tests here are
-// the callbacks tests that need a journal on a real database, run by the same fixture.
+// the callbacks tests that need a journal on a real database, run by the same fixture
+// (less the helpers they do not use).
 
 package callbacks_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
-	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
@@ -41,16 +40,6 @@ func (e *events) add(ev callbacks.Event) {
 	e.mu.Lock()
 	e.all = append(e.all, ev)
 	e.mu.Unlock()
-}
-
-func (e *events) kinds() []callbacks.EventKind {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []callbacks.EventKind
-	for _, ev := range e.all {
-		out = append(out, ev.Kind)
-	}
-	return out
 }
 
 func (e *events) of(k callbacks.EventKind) []callbacks.Event {
@@ -176,8 +165,6 @@ func fnTool(t *testing.T, name string, h func(agent.Context, map[string]any) (ma
 	return ft
 }
 
-var errBoom = errors.New("upstream exploded")
-
 // callsThenText is a script: call tool with args once per turn, then answer "done".
 func callsThenText(tool string) func(breakertest.Request) breakertest.Step {
 	return func(r breakertest.Request) breakertest.Step {
@@ -186,18 +173,6 @@ func callsThenText(tool string) func(breakertest.Request) breakertest.Step {
 		}
 		return breakertest.Call(tool, map[string]any{})
 	}
-}
-
-func agentConfig(name string, m model.LLM, tools ...tool.Tool) llmagent.Config {
-	return llmagent.Config{Name: name, Model: m, Tools: tools}
-}
-
-// harnessWith runs an agent with tools behind cb's plugin.
-func harnessWith(t *testing.T, cb *callbacks.Callbacks, m model.LLM, tools ...tool.Tool) *breakertest.Harness {
-	t.Helper()
-	a, err := llmagent.New(agentConfig("root", m, tools...))
-	require.NoError(t, err)
-	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: []*plugin.Plugin{cb.Plugin()}})
 }
 
 // attempts records the retry orchestrator's attempt records.
