@@ -2,9 +2,10 @@
 # Prints the README's weight table: what a program pays for each layer of agentbreaker
 # it imports. For each program in bench/weight: the packages compiled (go list -deps,
 # standard library included), the binary size (plain and stripped), and the cold build
-# time with an empty build cache (modules already downloaded). Rows (a) and (b) are
-# built twice each, interleaved, and the faster build is kept, so a busy machine
-# skews both alike. Usage: ./bench/weight.sh [rounds]
+# time with an empty build cache (modules already downloaded). Each program is built
+# [rounds] times (default 2), the programs interleaved, and its fastest build is kept,
+# so a busy machine skews all alike. Each row also gives what it adds to row (a), the
+# build time also in percent. Sizes are in MiB. Usage: ./bench/weight.sh [rounds]
 set -euo pipefail
 cd "$(dirname "$0")"
 rounds=${1:-2}
@@ -34,7 +35,15 @@ label() {
 	sqlite) echo "(d) + journal on SQLite" ;;
 	esac
 }
-mb() { echo "scale=1; $1 / 1048576" | bc; }
+mb() { printf '%.2f' "$(echo "scale=4; $1 / 1048576" | bc)"; }
+delta() { # $1 = value, $2 = (a)'s value, $3 = printf format of the difference; nothing for (a)
+	[ "$p" = adk ] || printf " (%+$3)" "$(echo "$1 - $2" | bc)"
+}
+timecol() { # the cold build of row $p, and what it adds to (a)'s
+	printf '%.1f s' "${best[$p]}"
+	[ "$p" = adk ] || printf ' (%+.1f s, %+.0f%%)' "$(echo "${best[$p]} - $base_t" | bc)" \
+		"$(echo "scale=4; (${best[$p]} - $base_t) * 100 / $base_t" | bc)"
+}
 echo "| Program | Packages compiled | Binary | Stripped | Cold build |"
 echo "|---|---|---|---|---|"
 for p in "${rows[@]}"; do
@@ -42,5 +51,10 @@ for p in "${rows[@]}"; do
 	size=$(stat -c %s "$out/$p")
 	go build -ldflags='-s -w' -o "$out/$p.stripped" "./weight/$p"
 	stripped=$(stat -c %s "$out/$p.stripped")
-	printf '| %s | %d | %s MB | %s MB | %.0f s |\n' "$(label $p)" "$n" "$(mb "$size")" "$(mb "$stripped")" "${best[$p]}"
+	if [ "$p" = adk ]; then base_n=$n base_size=$size base_stripped=$stripped base_t=${best[$p]}; fi
+	printf '| %s | %d%s | %s MiB%s | %s MiB%s | %s |\n' "$(label "$p")" \
+		"$n" "$(delta "$n" "$base_n" d)" \
+		"$(mb "$size")" "$(delta "$(mb "$size")" "$(mb "$base_size")" .2f)" \
+		"$(mb "$stripped")" "$(delta "$(mb "$stripped")" "$(mb "$base_stripped")" .2f)" \
+		"$(timecol)"
 done

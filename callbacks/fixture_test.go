@@ -21,6 +21,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/retry"
 )
 
 func TestMain(m *testing.M) {
@@ -194,4 +195,22 @@ func harnessWith(t *testing.T, cb *callbacks.Callbacks, m model.LLM, tools ...to
 	a, err := llmagent.New(agentConfig("root", m, tools...))
 	require.NoError(t, err)
 	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: []*plugin.Plugin{cb.Plugin()}})
+}
+
+// attempts records the retry orchestrator's attempt records.
+type attempts struct {
+	mu  sync.Mutex
+	all []retry.Event
+}
+
+func (a *attempts) add(_ context.Context, e retry.Event) {
+	a.mu.Lock()
+	a.all = append(a.all, e)
+	a.mu.Unlock()
+}
+
+func (a *attempts) list() []retry.Event {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]retry.Event(nil), a.all...)
 }

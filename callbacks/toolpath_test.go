@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
@@ -31,10 +27,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/docstrings"
-	"github.com/agentbreaker/agentbreaker/httptransport"
-	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/loopguard"
-	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
@@ -169,83 +162,6 @@ func TestIdleSweepKeepsInvocationsWithCallsInFlight(t *testing.T) {
 	out := f.ev.of(callbacks.EventCallOutcome)
 	require.Len(t, out, 1)
 	require.Equal(t, classify.Counts, out[0].Verdict, "the first call's failure reached its breaker")
-	f.requireClean(t)
-}
-
-// poolWait is a base transport whose first request waits for a pooled connection until
-// httptransport's timeout fires (the test fires it at once): nothing is ever written.
-// Later requests succeed.
-type poolWait struct {
-	fire atomic.Pointer[func()]
-	n    atomic.Int64
-}
-
-func (p *poolWait) afterFunc(_ time.Duration, f func()) func() bool {
-	p.fire.Store(&f)
-	return func() bool { return true }
-}
-
-func (p *poolWait) RoundTrip(req *http.Request) (*http.Response, error) {
-	if p.n.Add(1) == 1 {
-		(*p.fire.Load())()
-		<-req.Context().Done()
-		return nil, req.Context().Err()
-	}
-	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader(`{}`)), Request: req}, nil
-}
-
-// Issue 12e: a request httptransport proves was never sent (its timeout fired while it
-// waited for a connection) is FAILED_BEFORE_SEND: a mutating tool's call is not
-// "outcome unknown, do not repeat", and the model's re-issue goes through.
-func TestTransportClassificationIsHonoured(t *testing.T) {
-	t.Parallel()
-	base := &poolWait{}
-	client := &http.Client{Transport: httptransport.MustNew(httptransport.Config{Base: base, Timeout: 5 * time.Second, AfterFunc: base.afterFunc})}
-	charge := fnTool(t, "charge", func(ctx agent.Context, _ map[string]any) (map[string]any, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://payments.invalid/charge", nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		_ = resp.Body.Close()
-		return map[string]any{"status": "ok"}, nil
-	})
-	rec := &attempts{}
-	var j *journal.Journal
-	args := map[string]any{"amount": 42}
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{charge},
-		steps: []breakertest.Step{breakertest.Call("charge", args), breakertest.Call("charge", args), breakertest.Text("done")},
-		deps:  map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
-		cfg:   callbacks.Config{MutatingTools: []string{"charge"}},
-		prepare: func(f *fixture, cfg *callbacks.Config) {
-			var err error
-			j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.clk})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = j.Close() })
-			cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add}})
-			cfg.Journal = j
-		},
-	})
-	turn := f.run(t, "charge it")
-	pending, _, err := j.Backlog(context.Background())
-	require.NoError(t, err)
-	require.Zero(t, pending, "nothing journaled for an operator: the first attempt provably never left")
-	require.Equal(t, int64(2), base.n.Load(), "the re-issue reached the transport")
-	rs := turn.FunctionResponses()
-	require.Len(t, rs, 2)
-	require.NotEqual(t, payloads.TypeOutcomeUnknown, rs[0].Response["response_type"])
-	require.Equal(t, "ok", rs[1].Response["status"])
-	out := f.ev.of(callbacks.EventCallOutcome)
-	require.Len(t, out, 2)
-	require.Equal(t, classify.FailedBeforeSend, out[0].Outcome)
-	require.Equal(t, classify.ClassConnectTimeout, out[0].Class)
-	evs := rec.list()
-	require.NotEmpty(t, evs)
-	require.Equal(t, classify.FailedBeforeSend, evs[0].Outcome)
 	f.requireClean(t)
 }
 

@@ -10,8 +10,9 @@
 //
 // Each dependency may override any field of the default policy; a policy version string
 // travels with every event. Configuration comes from code ([Config]) or from a YAML or
-// JSON file ([Load]); every invalid value is rejected with an error that names the
-// field, the dependency and the value.
+// JSON file (package dependencymap/depfile, apart so that code-only users compile no
+// YAML parser); every invalid value is rejected with an error that names the field,
+// the dependency and the value.
 //
 // Lookups take no lock: the maps are immutable snapshots behind an atomic pointer,
 // replaced copy-on-write when an unannotated tool or a new model endpoint first shows up.

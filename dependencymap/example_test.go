@@ -27,16 +27,3 @@ func Example() {
 	// Output:
 	// true crm get_weather
 }
-
-func ExampleParseYAML() {
-	cfg, err := dependencymap.ParseYAML([]byte(`
-dependencies:
-  crm:
-    tools: [lookup_customer]
-    policy:
-      window: 90m
-`))
-	fmt.Println(cfg.Dependencies == nil, err)
-	// Output:
-	// true dependencymap: dependency "crm": breaker: Policy.Window = 1h30m0s: must be between 1s and 1h
-}

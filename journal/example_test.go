@@ -2,69 +2,37 @@ package journal_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
-	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/journal"
-	"github.com/agentbreaker/agentbreaker/journal/sqlite"
-	"github.com/agentbreaker/agentbreaker/retry"
 )
 
-func Example() {
-	dir, _ := os.MkdirTemp("", "journal-example")
-	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	cfg := journal.Config{Backend: sqlite.Backend{Path: filepath.Join(dir, "agent.db")}}
-
-	// A process records its intent, sends the call, and dies before the answer.
-	j, err := journal.Open(ctx, cfg)
-	if err != nil {
-		panic(err)
-	}
-	in, _ := j.Intend(ctx, journal.Dispatch{
-		RequestID: "inv-1/call-7", IdempotencyKey: retry.NewIdempotencyKey(),
-		Dependency: "payments", Tool: "charge_card", Args: map[string]any{"amount": 42}, Attempt: 1,
-	})
-	j.Close()
-
-	// The next process asks the payment service what became of it.
-	cfg.Lookups = map[string]journal.StatusLookup{
-		"payments": func(ctx context.Context, in journal.Intent) (journal.Status, error) {
-			return journal.StatusApplied, nil // e.g. GET /charges?idempotency_key=...
-		},
-	}
-	j, _ = journal.Open(ctx, cfg)
-	defer j.Close()
-	rep, _ := j.Reconcile(ctx)
-	fmt.Println("applied:", len(rep.Applied), "awaiting an operator:", len(rep.Awaiting))
-	got, _ := j.Get(ctx, in.ID)
-	fmt.Println(got.Tool, got.State, "-", got.Note)
-	fmt.Println("arguments kept:", got.Args != nil)
+// A journal lives on a backend from a package of its own, so that a program links only
+// the driver it uses: journal/sqlite (one process, an embedded file) or
+// journal/postgres (a fleet sharing a database). Their examples show a journal at
+// work; without a backend, Open refuses the Config and names the field.
+func ExampleOpen() {
+	_, err := journal.Open(context.Background(), journal.Config{})
+	fmt.Println(err)
+	var ce *journal.ConfigError
+	fmt.Println(errors.As(err, &ce), ce.Field)
 	// Output:
-	// applied: 1 awaiting an operator: 0
-	// charge_card applied - status lookup: applied
-	// arguments kept: false
+	// journal: Backend = nil: is required: sqlite.Backend{Path: ...} or postgres.Backend{DSN: ...}
+	// true Backend
 }
 
-func ExampleJournal_Approve() {
-	dir, _ := os.MkdirTemp("", "journal-example")
-	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	j, _ := journal.Open(ctx, journal.Config{Backend: sqlite.Backend{Path: filepath.Join(dir, "agent.db")}})
-	defer j.Close()
-
-	in, _ := j.Intend(ctx, journal.Dispatch{RequestID: "r", IdempotencyKey: "k", Dependency: "mail", Tool: "send_email", Attempt: 1})
-	_ = j.Finish(ctx, in.ID, classify.ForClass(classify.ClassTimeout)) // UNKNOWN: was it sent?
-	_, _ = j.Reconcile(ctx)                                            // no lookup for "mail"
-
-	pending, _ := j.Pending(ctx) // what an admin endpoint shows
-	fmt.Println(len(pending), pending[0].Tool, pending[0].State)
-	_ = j.Approve(ctx, pending[0].ID) // the operator checked: not sent; replay allowed
-	after, _ := j.Get(ctx, in.ID)
-	fmt.Println(after.State)
+// Reconciliation and operators work on the intents that are not settled.
+func ExampleState_Settled() {
+	for _, s := range []journal.State{journal.StateOpen, journal.StateUnknown, journal.StateAwaitingOperator,
+		journal.StateSucceeded, journal.StateApplied, journal.StateApproved} {
+		fmt.Println(s, s.Settled())
+	}
 	// Output:
-	// 1 send_email awaiting_operator
-	// approved
+	// open false
+	// unknown false
+	// awaiting_operator false
+	// succeeded true
+	// applied true
+	// approved true
 }

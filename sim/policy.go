@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
-	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
 )
 
 // DefaultPolicy is the user's policy when the scenario gives none: the first design
@@ -12,7 +12,7 @@ import (
 //
 // The window is the last 20 calls (a count window), and the cooldown is the
 // document's fixed 30 s (tools grow theirs by default).
-var DefaultPolicy = dependencymap.FilePolicy{
+var DefaultPolicy = depfile.Policy{
 	FailureRateThreshold: 0.5,
 	MinimumCalls:         20,
 	WindowCalls:          20,
@@ -23,7 +23,7 @@ var DefaultPolicy = dependencymap.FilePolicy{
 // UserPolicy returns the scenario's policy as the breaker will run it: the file's fields
 // over DefaultPolicy's, then the breaker's defaults, adjusted for simulation (simPolicy).
 func (s Scenario) UserPolicy() (breaker.Policy, error) {
-	cfg, err := dependencymap.File{Default: s.filePolicy()}.Config()
+	cfg, err := depfile.File{Default: s.filePolicy()}.Config()
 	if err != nil {
 		return breaker.Policy{}, policyError(err)
 	}
@@ -31,7 +31,7 @@ func (s Scenario) UserPolicy() (breaker.Policy, error) {
 }
 
 // filePolicy is the scenario's policy over DefaultPolicy, in the file's form.
-func (s Scenario) filePolicy() dependencymap.FilePolicy {
+func (s Scenario) filePolicy() depfile.Policy {
 	fp := DefaultPolicy
 	over := s.Policy
 	if over.FailureRateThreshold != 0 {

@@ -16,7 +16,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
 )
 
 // Outage modes: how a call that the outage fails behaves.
@@ -128,7 +128,7 @@ type Scenario struct {
 
 	// Policy is the user's breaker policy, in the dependency file's form. Absent fields
 	// take DefaultPolicy's values (the design document's: 50% over 20 calls, 30 s cooldown).
-	Policy dependencymap.FilePolicy `yaml:"policy" json:"policy"`
+	Policy depfile.Policy `yaml:"policy" json:"policy"`
 	// Strategies to run, in order. Defaults to Strategies().
 	Strategies []string `yaml:"strategies" json:"strategies"`
 }
@@ -288,30 +288,30 @@ func (s Scenario) Validate() error {
 
 // scenarioFile is the on-disk form: durations are Go duration strings.
 type scenarioFile struct {
-	Seed                    *uint64                  `yaml:"seed"`
-	Duration                string                   `yaml:"duration"`
-	Users                   *int                     `yaml:"users"`
-	TurnRate                *float64                 `yaml:"turn_rate"`
-	Dependency              string                   `yaml:"dependency"`
-	Latency                 string                   `yaml:"latency"`
-	ErrorRate               *float64                 `yaml:"error_rate"`
-	OutageStart             string                   `yaml:"outage_start"`
-	OutageEnd               string                   `yaml:"outage_end"`
-	OutageErrorRate         *float64                 `yaml:"outage_error_rate"`
-	OutageMode              string                   `yaml:"outage_mode"`
-	ErrorLatency            string                   `yaml:"error_latency"`
-	ModelLatency            string                   `yaml:"model_latency"`
-	SubAgents               *int                     `yaml:"sub_agents"`
-	ClientAttempts          *int                     `yaml:"client_attempts"`
-	ClientBackoff           string                   `yaml:"client_backoff"`
-	Reissues                *int                     `yaml:"reissues"`
-	ReissueAfterError       *float64                 `yaml:"reissue_after_error"`
-	ReissueAfterUnavailable *float64                 `yaml:"reissue_after_unavailable"`
-	ToolTimeout             string                   `yaml:"tool_timeout"`
-	TurnTimeout             string                   `yaml:"turn_timeout"`
-	Bulkhead                *int                     `yaml:"bulkhead"`
-	Policy                  dependencymap.FilePolicy `yaml:"policy"`
-	Strategies              []string                 `yaml:"strategies"`
+	Seed                    *uint64        `yaml:"seed"`
+	Duration                string         `yaml:"duration"`
+	Users                   *int           `yaml:"users"`
+	TurnRate                *float64       `yaml:"turn_rate"`
+	Dependency              string         `yaml:"dependency"`
+	Latency                 string         `yaml:"latency"`
+	ErrorRate               *float64       `yaml:"error_rate"`
+	OutageStart             string         `yaml:"outage_start"`
+	OutageEnd               string         `yaml:"outage_end"`
+	OutageErrorRate         *float64       `yaml:"outage_error_rate"`
+	OutageMode              string         `yaml:"outage_mode"`
+	ErrorLatency            string         `yaml:"error_latency"`
+	ModelLatency            string         `yaml:"model_latency"`
+	SubAgents               *int           `yaml:"sub_agents"`
+	ClientAttempts          *int           `yaml:"client_attempts"`
+	ClientBackoff           string         `yaml:"client_backoff"`
+	Reissues                *int           `yaml:"reissues"`
+	ReissueAfterError       *float64       `yaml:"reissue_after_error"`
+	ReissueAfterUnavailable *float64       `yaml:"reissue_after_unavailable"`
+	ToolTimeout             string         `yaml:"tool_timeout"`
+	TurnTimeout             string         `yaml:"turn_timeout"`
+	Bulkhead                *int           `yaml:"bulkhead"`
+	Policy                  depfile.Policy `yaml:"policy"`
+	Strategies              []string       `yaml:"strategies"`
 }
 
 // setInt copies a count given in a file; an explicit zero (told apart from an absent key
@@ -449,30 +449,30 @@ func policyError(err error) error {
 // scenario can be given back to ParseScenario.
 func (s Scenario) MarshalJSON() ([]byte, error) {
 	type file struct {
-		Seed                    uint64                   `json:"seed"`
-		Duration                string                   `json:"duration"`
-		Users                   int                      `json:"users"`
-		TurnRate                float64                  `json:"turn_rate"`
-		Dependency              string                   `json:"dependency"`
-		Latency                 string                   `json:"latency"`
-		ErrorRate               float64                  `json:"error_rate"`
-		OutageStart             string                   `json:"outage_start"`
-		OutageEnd               string                   `json:"outage_end"`
-		OutageErrorRate         float64                  `json:"outage_error_rate"`
-		OutageMode              string                   `json:"outage_mode"`
-		ErrorLatency            string                   `json:"error_latency"`
-		ModelLatency            string                   `json:"model_latency"`
-		SubAgents               int                      `json:"sub_agents"`
-		ClientAttempts          int                      `json:"client_attempts"`
-		ClientBackoff           string                   `json:"client_backoff"`
-		Reissues                int                      `json:"reissues"`
-		ReissueAfterError       float64                  `json:"reissue_after_error"`
-		ReissueAfterUnavailable float64                  `json:"reissue_after_unavailable"`
-		ToolTimeout             string                   `json:"tool_timeout"`
-		TurnTimeout             string                   `json:"turn_timeout"`
-		Bulkhead                int                      `json:"bulkhead"`
-		Policy                  dependencymap.FilePolicy `json:"policy"` // over DefaultPolicy
-		Strategies              []string                 `json:"strategies"`
+		Seed                    uint64         `json:"seed"`
+		Duration                string         `json:"duration"`
+		Users                   int            `json:"users"`
+		TurnRate                float64        `json:"turn_rate"`
+		Dependency              string         `json:"dependency"`
+		Latency                 string         `json:"latency"`
+		ErrorRate               float64        `json:"error_rate"`
+		OutageStart             string         `json:"outage_start"`
+		OutageEnd               string         `json:"outage_end"`
+		OutageErrorRate         float64        `json:"outage_error_rate"`
+		OutageMode              string         `json:"outage_mode"`
+		ErrorLatency            string         `json:"error_latency"`
+		ModelLatency            string         `json:"model_latency"`
+		SubAgents               int            `json:"sub_agents"`
+		ClientAttempts          int            `json:"client_attempts"`
+		ClientBackoff           string         `json:"client_backoff"`
+		Reissues                int            `json:"reissues"`
+		ReissueAfterError       float64        `json:"reissue_after_error"`
+		ReissueAfterUnavailable float64        `json:"reissue_after_unavailable"`
+		ToolTimeout             string         `json:"tool_timeout"`
+		TurnTimeout             string         `json:"turn_timeout"`
+		Bulkhead                int            `json:"bulkhead"`
+		Policy                  depfile.Policy `json:"policy"` // over DefaultPolicy
+		Strategies              []string       `json:"strategies"`
 	}
 	rate := func(f float64) float64 { // explicit zeros are kept as the smallest positive value
 		if f < 1e-300 {

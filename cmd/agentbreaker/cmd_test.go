@@ -92,7 +92,7 @@ func TestSimulateConfigAndFlags(t *testing.T) {
 	}
 	// The user's policy from a dependency file.
 	code, out, errOut = runCmd(t, append([]string{"simulate", "-quiet", "-json", "-", "-strategies", "agentbreaker-policy",
-		"-deps", "../../dependencymap/testdata/agent.yaml", "-dependency", "crm"}, short...)...)
+		"-deps", "../../dependencymap/depfile/testdata/agent.yaml", "-dependency", "crm"}, short...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -120,7 +120,7 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"-strategies", "naive,hystrix"}, 1, []string{"strategies[1]", "hystrix"}},
 		{[]string{"-config", bad}, 1, []string{"outage_error_rate", "2", bad}},
 		{[]string{"-config", filepath.Join(dir, "missing.yaml")}, 1, []string{"missing.yaml"}},
-		{[]string{"-deps", "../../dependencymap/testdata/agent.yaml", "-dependency", "nope"}, 1, []string{`"nope"`}},
+		{[]string{"-deps", "../../dependencymap/depfile/testdata/agent.yaml", "-dependency", "nope"}, 1, []string{`"nope"`}},
 		{[]string{"-nonsense"}, 2, []string{"-nonsense"}},
 		{[]string{"extra"}, 1, []string{`"extra"`}},
 	}
@@ -178,7 +178,7 @@ func TestReplayCommand(t *testing.T) {
 }
 
 func TestLintCommand(t *testing.T) {
-	code, out, _ := runCmd(t, "lint", "../../dependencymap/testdata/agent.yaml", "../../dependencymap/testdata/agent.json")
+	code, out, _ := runCmd(t, "lint", "../../dependencymap/depfile/testdata/agent.yaml", "../../dependencymap/depfile/testdata/agent.json")
 	if code != 0 || !strings.Contains(out, "ok") {
 		t.Errorf("good files: exit %d, %q", code, out)
 	}

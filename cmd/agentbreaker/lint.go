@@ -16,6 +16,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
@@ -62,7 +63,7 @@ func lint(args []string, stdout, stderr io.Writer) error {
 	timeouts := fs.String("timeouts", "", "YAML or JSON file of the tools' layered timeouts (turn, sub_agent, tools: {name: {timeout, attempts, backoff, sub_agent}})")
 	strict := fs.Bool("strict", false, "fail on warnings too")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: agentbreaker lint [flags] DEPENDENCY-FILE...\n\nChecks dependency files (YAML or JSON, as dependencymap.Load reads them) and, with\n-timeouts, that each tool's timeout × attempts + backoff fits its sub-agent's budget\nand the turn's, and that probe leases outlast a probe's call. Prints every problem\nwith its field and value; exits 1 when there is one.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: agentbreaker lint [flags] DEPENDENCY-FILE...\n\nChecks dependency files (YAML or JSON, as depfile.Load reads them) and, with\n-timeouts, that each tool's timeout × attempts + backoff fits its sub-agent's budget\nand the turn's, and that probe leases outlast a probe's call. Prints every problem\nwith its field and value; exits 1 when there is one.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -128,7 +129,7 @@ func readTimeouts(path string) (*timeoutsFile, error) {
 	return &tf, nil
 }
 
-// lintDeps checks one dependency file: everything dependencymap.Load checks, reported
+// lintDeps checks one dependency file: everything depfile.Load checks, reported
 // for each dependency rather than only the first, then the layered timeouts of its
 // tools and the probe leases.
 func lintDeps(path string, tf *timeoutsFile, tfPath string) []finding {
@@ -141,7 +142,7 @@ func lintDeps(path string, tf *timeoutsFile, tfPath string) []finding {
 		add("", nil, err.Error(), false)
 		return out
 	}
-	var f dependencymap.File
+	var f depfile.File
 	if err := decodeStrict(path, data, &f); err != nil {
 		add("", nil, err.Error(), false)
 		return out
@@ -154,20 +155,20 @@ func lintDeps(path string, tf *timeoutsFile, tfPath string) []finding {
 	slices.Sort(keys)
 	perDep := map[string]bool{}
 	for _, k := range keys {
-		one := dependencymap.File{Default: f.Default, Dependencies: map[string]dependencymap.FileDependency{k: f.Dependencies[k]}}
+		one := depfile.File{Default: f.Default, Dependencies: map[string]depfile.Dependency{k: f.Dependencies[k]}}
 		if _, err := one.Config(); err != nil {
 			perDep[k] = true
 			add("", nil, strings.TrimPrefix(err.Error(), "dependencymap: "), false)
 		}
 	}
-	if _, err := dependencymap.Load(path); err != nil && len(perDep) == 0 {
+	if _, err := depfile.Load(path); err != nil && len(perDep) == 0 {
 		// A problem outside the dependencies (the default policy, models, exempt tools).
 		add("", nil, strings.TrimPrefix(err.Error(), "dependencymap: "), false)
 		return out
 	}
 	// Go on with the dependencies that are valid, so their timeouts are checked too.
 	good := f
-	good.Dependencies = map[string]dependencymap.FileDependency{}
+	good.Dependencies = map[string]depfile.Dependency{}
 	for _, k := range keys {
 		if !perDep[k] {
 			good.Dependencies[k] = f.Dependencies[k]

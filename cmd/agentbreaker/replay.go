@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
 	"github.com/agentbreaker/agentbreaker/sim"
 )
 
@@ -23,7 +24,7 @@ func replay(args []string, stdout, stderr io.Writer) error {
 	depsFile := fs.String("deps", "", "dependency file whose policy for each dependency to replay (default: agentbreaker's defaults)")
 	sweep := fs.Bool("sweep", false, "also try a grid of thresholds and recommend one")
 	jsonOut := fs.Bool("json", false, "print JSON instead of text")
-	var fp dependencymap.FilePolicy
+	var fp depfile.Policy
 	fs.Func("failure-rate-threshold", "policy: failure rate that trips", func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		fp.FailureRateThreshold = f
@@ -69,7 +70,7 @@ func replay(args []string, stdout, stderr io.Writer) error {
 	}
 	var m *dependencymap.Map
 	if *depsFile != "" {
-		cfg, err := dependencymap.Load(*depsFile)
+		cfg, err := depfile.Load(*depsFile)
 		if err != nil {
 			return err
 		}
@@ -131,14 +132,14 @@ func filterDep(rs []sim.Record, dep string) []sim.Record {
 
 // replayPolicy is the dependency's policy from the file (or the breaker's defaults),
 // with the flags' fields over it.
-func replayPolicy(m *dependencymap.Map, dep string, over dependencymap.FilePolicy) (breaker.Policy, error) {
+func replayPolicy(m *dependencymap.Map, dep string, over depfile.Policy) (breaker.Policy, error) {
 	base := breaker.Policy{}
 	if m != nil {
 		if b, ok := m.Get(dep); ok {
 			base = b.Policy()
 		}
 	}
-	cfg, err := dependencymap.File{Default: over}.Config()
+	cfg, err := depfile.File{Default: over}.Config()
 	if err != nil {
 		return breaker.Policy{}, fmt.Errorf("policy: %w", err)
 	}

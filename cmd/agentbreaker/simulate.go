@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
 	"github.com/agentbreaker/agentbreaker/sim"
 	simplot "github.com/agentbreaker/agentbreaker/sim/plot"
 )
@@ -71,7 +72,7 @@ func rateFlag(key, usage string, dst func(*sim.Scenario) *float64) scenarioFlag 
 	}}
 }
 
-func policyFlag(key, usage string, set func(p *dependencymap.FilePolicy, v string) error) scenarioFlag {
+func policyFlag(key, usage string, set func(p *depfile.Policy, v string) error) scenarioFlag {
 	return scenarioFlag{key, usage, func(s *sim.Scenario, v string) error { return set(&s.Policy, v) }}
 }
 
@@ -118,7 +119,7 @@ var scenarioFlags = []scenarioFlag{
 	durationFlag("tool_timeout", "per-call tool timeout (default 5s)", func(s *sim.Scenario) *time.Duration { return &s.ToolTimeout }),
 	durationFlag("turn_timeout", "whole-turn budget (default 30s)", func(s *sim.Scenario) *time.Duration { return &s.TurnTimeout }),
 	intFlag("bulkhead", "concurrent calls allowed to the dependency, agentbreaker strategies (default 20)", func(s *sim.Scenario) *int { return &s.Bulkhead }),
-	policyFlag("failure_rate_threshold", "your policy: failure rate that trips (default 0.5)", func(p *dependencymap.FilePolicy, v string) error {
+	policyFlag("failure_rate_threshold", "your policy: failure rate that trips (default 0.5)", func(p *depfile.Policy, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return fmt.Errorf("not a number")
@@ -126,7 +127,7 @@ var scenarioFlags = []scenarioFlag{
 		p.FailureRateThreshold = f
 		return nil
 	}),
-	policyFlag("minimum_calls", "your policy: volume gate (default 20)", func(p *dependencymap.FilePolicy, v string) error {
+	policyFlag("minimum_calls", "your policy: volume gate (default 20)", func(p *depfile.Policy, v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return fmt.Errorf("not a whole number")
@@ -134,9 +135,9 @@ var scenarioFlags = []scenarioFlag{
 		p.MinimumCalls = n
 		return nil
 	}),
-	policyFlag("window", "your policy: rolling window (default 20s)", func(p *dependencymap.FilePolicy, v string) error { p.Window = v; return nil }),
-	policyFlag("cooldown", "your policy: open period before a probe (default 30s)", func(p *dependencymap.FilePolicy, v string) error { p.Cooldown = v; return nil }),
-	policyFlag("cooldown_multiplier", "your policy: cooldown growth per failed probe (default 1)", func(p *dependencymap.FilePolicy, v string) error {
+	policyFlag("window", "your policy: rolling window (default 20s)", func(p *depfile.Policy, v string) error { p.Window = v; return nil }),
+	policyFlag("cooldown", "your policy: open period before a probe (default 30s)", func(p *depfile.Policy, v string) error { p.Cooldown = v; return nil }),
+	policyFlag("cooldown_multiplier", "your policy: cooldown growth per failed probe (default 1)", func(p *depfile.Policy, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return fmt.Errorf("not a number")
@@ -144,7 +145,7 @@ var scenarioFlags = []scenarioFlag{
 		p.CooldownMultiplier = f
 		return nil
 	}),
-	policyFlag("half_open_probes", "your policy: probes that must succeed to close (default 1)", func(p *dependencymap.FilePolicy, v string) error {
+	policyFlag("half_open_probes", "your policy: probes that must succeed to close (default 1)", func(p *depfile.Policy, v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return fmt.Errorf("not a whole number")
@@ -298,22 +299,22 @@ func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
 
 // policyFromDeps returns the policy a dependency file gives dep (its own overrides over
 // the file's default), in the file's form.
-func policyFromDeps(path, dep string) (dependencymap.FilePolicy, error) {
-	cfg, err := dependencymap.Load(path)
+func policyFromDeps(path, dep string) (depfile.Policy, error) {
+	cfg, err := depfile.Load(path)
 	if err != nil {
-		return dependencymap.FilePolicy{}, err
+		return depfile.Policy{}, err
 	}
 	m, err := dependencymap.New(cfg)
 	if err != nil {
-		return dependencymap.FilePolicy{}, err
+		return depfile.Policy{}, err
 	}
 	b, ok := m.Get(dep)
 	if !ok {
-		return dependencymap.FilePolicy{}, fmt.Errorf("%s: no dependency %q (set -dependency to one of its keys)", path, dep)
+		return depfile.Policy{}, fmt.Errorf("%s: no dependency %q (set -dependency to one of its keys)", path, dep)
 	}
 	p := b.Policy()
 	dur := func(d time.Duration) string { return d.String() }
-	fp := dependencymap.FilePolicy{
+	fp := depfile.Policy{
 		FailureRateThreshold: p.FailureRateThreshold, MinimumCalls: p.MinimumCalls, Window: dur(p.Window),
 		Buckets: p.Buckets, SlowCallRateThreshold: p.SlowCallRateThreshold, Cooldown: dur(p.Cooldown),
 		CooldownMultiplier: p.CooldownMultiplier, MaxCooldown: dur(p.MaxCooldown), Jitter: p.Jitter,

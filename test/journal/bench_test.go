@@ -12,7 +12,7 @@ import (
 // BenchmarkIntend measures durable intents per second with 1, 8 and 64 concurrent
 // writers on both backends, and how many intents share each commit.
 //
-//	go test -run '^$' -bench Intend -benchtime 3s ./journal/
+//	cd test && go test -run '^$' -bench Intend -benchtime 3s ./journal/
 func BenchmarkIntend(b *testing.B) {
 	for _, be := range backends {
 		for _, writers := range []int{1, 8, 64} {

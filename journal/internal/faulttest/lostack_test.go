@@ -1,4 +1,4 @@
-package journal_test
+package faulttest_test
 
 import (
 	"context"

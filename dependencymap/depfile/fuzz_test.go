@@ -1,10 +1,11 @@
-package dependencymap
+package depfile
 
 import (
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,12 +20,12 @@ func loaderSeeds(f *testing.F, files ...string) {
 	}
 }
 
-func checkLoaded(t *testing.T, cfg Config, err error) {
+func checkLoaded(t *testing.T, cfg dependencymap.Config, err error) {
 	if err != nil {
 		require.True(t, strings.HasPrefix(err.Error(), "dependencymap: "), "error without the package prefix: %v", err)
 		return
 	}
-	m, err := New(cfg)
+	m, err := dependencymap.New(cfg)
 	require.NoError(t, err, "a loaded configuration must build")
 	for _, b := range m.Breakers() {
 		require.NoError(t, b.Policy().Validate())

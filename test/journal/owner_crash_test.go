@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/internal/testenv"
 	"github.com/agentbreaker/agentbreaker/journal"
-	"github.com/agentbreaker/agentbreaker/journal/internal/store"
+	"github.com/agentbreaker/agentbreaker/journal/postgres"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -96,8 +96,8 @@ func waitForLeaseRelease(t *testing.T, prefix, owner string) {
 	defer c.Close(context.Background())
 	_, err = c.Exec(context.Background(), "SET lock_timeout = '30s'")
 	require.NoError(t, err)
-	_, err = c.Exec(context.Background(), "SELECT pg_advisory_lock($1)", store.OwnerKey(prefix, owner))
+	_, err = c.Exec(context.Background(), "SELECT pg_advisory_lock($1)", postgres.LeaseKey(prefix, owner))
 	require.NoError(t, err, "the killed process's lease was never released")
-	_, err = c.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", store.OwnerKey(prefix, owner))
+	_, err = c.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", postgres.LeaseKey(prefix, owner))
 	require.NoError(t, err)
 }

@@ -146,24 +146,6 @@ func httpTool(t *testing.T, name, method, u string) tool.Tool {
 	})
 }
 
-// attempts records the retry orchestrator's attempt records.
-type attempts struct {
-	mu  sync.Mutex
-	all []retry.Event
-}
-
-func (a *attempts) add(_ context.Context, e retry.Event) {
-	a.mu.Lock()
-	a.all = append(a.all, e)
-	a.mu.Unlock()
-}
-
-func (a *attempts) list() []retry.Event {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]retry.Event(nil), a.all...)
-}
-
 func responseTypes(turn *breakertest.Turn) []any {
 	var out []any
 	for _, fr := range turn.FunctionResponses() {

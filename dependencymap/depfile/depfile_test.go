@@ -1,10 +1,11 @@
-package dependencymap
+package depfile
 
 import (
 	"testing"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/stretchr/testify/require"
 )
 
@@ -51,7 +52,7 @@ func TestIssue10jDependencyCanSwitchOffADefaultGate(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var cfg Config
+			var cfg dependencymap.Config
 			var err error
 			if tt.name == "yaml" {
 				cfg, err = ParseYAML([]byte(tt.body))
@@ -59,7 +60,7 @@ func TestIssue10jDependencyCanSwitchOffADefaultGate(t *testing.T) {
 				cfg, err = ParseJSON([]byte(tt.body))
 			}
 			require.NoError(t, err)
-			m := MustNew(cfg)
+			m := dependencymap.MustNew(cfg)
 			crm, _ := m.Get("crm")
 			require.Equal(t, 2*time.Second, crm.Policy().SlowCallThreshold, "crm inherits the default's slow-call gate")
 			require.Equal(t, 50, crm.Policy().WindowCalls)
@@ -107,7 +108,7 @@ dependencies:
 `))
 	require.NoError(t, err)
 	cfg.Clock = fc
-	m := MustNew(cfg)
+	m := dependencymap.MustNew(cfg)
 	waits := func(key string) []time.Duration {
 		b, _ := m.Get(key)
 		p, err := b.Allow()
@@ -135,5 +136,5 @@ dependencies:
 	require.Equal(t, 20, search.Policy().WindowCalls)
 	mb, err := m.ForModel("gemini", "eu")
 	require.NoError(t, err)
-	require.Equal(t, DefaultModelPolicy.CooldownMultiplier, mb.Policy().CooldownMultiplier, "model endpoints keep theirs")
+	require.Equal(t, dependencymap.DefaultModelPolicy.CooldownMultiplier, mb.Policy().CooldownMultiplier, "model endpoints keep theirs")
 }

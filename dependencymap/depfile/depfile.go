@@ -1,4 +1,4 @@
-package dependencymap
+package depfile
 
 import (
 	"bytes"
@@ -12,40 +12,41 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// File is the on-disk form of a Config, in YAML or JSON with the same field names.
+// File is the on-disk form of a dependencymap.Config, in YAML or JSON with the same field names.
 // Durations are Go duration strings ("30s", "5m"). Unknown fields are errors, so a typo
 // never silently falls back to a default.
 type File struct {
-	PolicyVersion   string                    `json:"policy_version" yaml:"policy_version"`
-	Default         FilePolicy                `json:"default" yaml:"default"`
-	ModelDefault    FilePolicy                `json:"model_default" yaml:"model_default"`
-	Unannotated     string                    `json:"unannotated" yaml:"unannotated"`
-	UnannotatedKey  string                    `json:"unannotated_key" yaml:"unannotated_key"`
-	ExemptTools     []string                  `json:"exempt_tools" yaml:"exempt_tools"`
-	MaxDependencies int                       `json:"max_dependencies" yaml:"max_dependencies"`
-	Dependencies    map[string]FileDependency `json:"dependencies" yaml:"dependencies"`
-	Models          []FileModel               `json:"models" yaml:"models"`
+	PolicyVersion   string                `json:"policy_version" yaml:"policy_version"`
+	Default         Policy                `json:"default" yaml:"default"`
+	ModelDefault    Policy                `json:"model_default" yaml:"model_default"`
+	Unannotated     string                `json:"unannotated" yaml:"unannotated"`
+	UnannotatedKey  string                `json:"unannotated_key" yaml:"unannotated_key"`
+	ExemptTools     []string              `json:"exempt_tools" yaml:"exempt_tools"`
+	MaxDependencies int                   `json:"max_dependencies" yaml:"max_dependencies"`
+	Dependencies    map[string]Dependency `json:"dependencies" yaml:"dependencies"`
+	Models          []Model               `json:"models" yaml:"models"`
 }
 
-// FileDependency is Dependency on disk.
-type FileDependency struct {
-	Tools  []string   `json:"tools" yaml:"tools"`
-	Hosts  []string   `json:"hosts" yaml:"hosts"`
-	Policy FilePolicy `json:"policy" yaml:"policy"`
+// Dependency is dependencymap.Dependency on disk.
+type Dependency struct {
+	Tools  []string `json:"tools" yaml:"tools"`
+	Hosts  []string `json:"hosts" yaml:"hosts"`
+	Policy Policy   `json:"policy" yaml:"policy"`
 }
 
-// FileModel is ModelEndpoint on disk.
-type FileModel struct {
-	Model  string     `json:"model" yaml:"model"`
-	Region string     `json:"region" yaml:"region"`
-	Policy FilePolicy `json:"policy" yaml:"policy"`
+// Model is dependencymap.ModelEndpoint on disk.
+type Model struct {
+	Model  string `json:"model" yaml:"model"`
+	Region string `json:"region" yaml:"region"`
+	Policy Policy `json:"policy" yaml:"policy"`
 }
 
-// FilePolicy is breaker.Policy on disk. Absent fields inherit.
-type FilePolicy struct {
+// Policy is breaker.Policy on disk. Absent fields inherit.
+type Policy struct {
 	FailureRateThreshold float64 `json:"failure_rate_threshold" yaml:"failure_rate_threshold"`
 	MinimumCalls         int     `json:"minimum_calls" yaml:"minimum_calls"`
 	Window               string  `json:"window" yaml:"window"`
@@ -68,64 +69,64 @@ type FilePolicy struct {
 
 // Load reads a configuration file, YAML (.yaml, .yml) or JSON (.json), and checks it
 // completely: the Config it returns builds a Map without error.
-func Load(path string) (Config, error) {
+func Load(path string) (dependencymap.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("dependencymap: %w", err)
+		return dependencymap.Config{}, fmt.Errorf("dependencymap: %w", err)
 	}
-	var cfg Config
+	var cfg dependencymap.Config
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".yaml", ".yml":
 		cfg, err = ParseYAML(data)
 	case ".json":
 		cfg, err = ParseJSON(data)
 	default:
-		return Config{}, fmt.Errorf("dependencymap: %s: extension %q: want .yaml, .yml or .json", path, ext)
+		return dependencymap.Config{}, fmt.Errorf("dependencymap: %s: extension %q: want .yaml, .yml or .json", path, ext)
 	}
 	if err != nil {
-		return Config{}, fmt.Errorf("%w (in %s)", err, path)
+		return dependencymap.Config{}, fmt.Errorf("%w (in %s)", err, path)
 	}
 	return cfg, nil
 }
 
 // ParseYAML parses and checks a YAML configuration.
-func ParseYAML(data []byte) (Config, error) {
+func ParseYAML(data []byte) (dependencymap.Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var f File
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("dependencymap: yaml: %w", err)
+		return dependencymap.Config{}, fmt.Errorf("dependencymap: yaml: %w", err)
 	}
 	// One document only: a second one would be silently ignored.
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return Config{}, fmt.Errorf("dependencymap: yaml: after the first document: %w", err)
+			return dependencymap.Config{}, fmt.Errorf("dependencymap: yaml: after the first document: %w", err)
 		}
-		return Config{}, fmt.Errorf("dependencymap: yaml: a second document starts at line %d: want exactly one", extra.Line)
+		return dependencymap.Config{}, fmt.Errorf("dependencymap: yaml: a second document starts at line %d: want exactly one", extra.Line)
 	}
 	return f.Config()
 }
 
 // ParseJSON parses and checks a JSON configuration.
-func ParseJSON(data []byte) (Config, error) {
+func ParseJSON(data []byte) (dependencymap.Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f File
 	if err := dec.Decode(&f); err != nil {
-		return Config{}, fmt.Errorf("dependencymap: json: %w", err)
+		return dependencymap.Config{}, fmt.Errorf("dependencymap: json: %w", err)
 	}
 	// Nothing may follow the object: `{}0` or a second object would be silently ignored.
 	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
-		return Config{}, fmt.Errorf("dependencymap: json: unexpected data after the top-level value at offset %d: %q",
+		return dependencymap.Config{}, fmt.Errorf("dependencymap: json: unexpected data after the top-level value at offset %d: %q",
 			off, truncate(bytes.TrimSpace(data[off:]), 20))
 	}
 	return f.Config()
 }
 
 // Config converts and checks the file's contents.
-func (f File) Config() (Config, error) {
-	cfg := Config{
+func (f File) Config() (dependencymap.Config, error) {
+	cfg := dependencymap.Config{
 		PolicyVersion:   f.PolicyVersion,
 		UnannotatedKey:  f.UnannotatedKey,
 		ExemptTools:     f.ExemptTools,
@@ -133,42 +134,42 @@ func (f File) Config() (Config, error) {
 	}
 	switch f.Unannotated {
 	case "", "own_key":
-		cfg.Unannotated = OwnKey
+		cfg.Unannotated = dependencymap.OwnKey
 	case "shared":
-		cfg.Unannotated = SharedKey
+		cfg.Unannotated = dependencymap.SharedKey
 	case "exempt":
-		cfg.Unannotated = Exempt
+		cfg.Unannotated = dependencymap.Exempt
 	default:
-		return Config{}, fmt.Errorf("dependencymap: unannotated = %q: want own_key, shared or exempt", f.Unannotated)
+		return dependencymap.Config{}, fmt.Errorf("dependencymap: unannotated = %q: want own_key, shared or exempt", f.Unannotated)
 	}
 	var err error
 	if cfg.Default, err = f.Default.policy("default"); err != nil {
-		return Config{}, err
+		return dependencymap.Config{}, err
 	}
 	if cfg.ModelDefault, err = f.ModelDefault.policy("model_default"); err != nil {
-		return Config{}, err
+		return dependencymap.Config{}, err
 	}
 	if len(f.Dependencies) > 0 {
-		cfg.Dependencies = make(map[string]Dependency, len(f.Dependencies))
+		cfg.Dependencies = make(map[string]dependencymap.Dependency, len(f.Dependencies))
 	}
 	for key, d := range f.Dependencies {
 		p, err := d.Policy.policy(fmt.Sprintf("dependencies.%s.policy", key))
 		if err != nil {
-			return Config{}, err
+			return dependencymap.Config{}, err
 		}
-		cfg.Dependencies[key] = Dependency{Tools: d.Tools, Hosts: d.Hosts, Policy: p}
+		cfg.Dependencies[key] = dependencymap.Dependency{Tools: d.Tools, Hosts: d.Hosts, Policy: p}
 	}
 	for i, m := range f.Models {
-		p, err := m.Policy.policy(fmt.Sprintf("models[%d] (%s).policy", i, ModelKey(m.Model, m.Region)))
+		p, err := m.Policy.policy(fmt.Sprintf("models[%d] (%s).policy", i, dependencymap.ModelKey(m.Model, m.Region)))
 		if err != nil {
-			return Config{}, err
+			return dependencymap.Config{}, err
 		}
-		cfg.Models = append(cfg.Models, ModelEndpoint{Model: m.Model, Region: m.Region, Policy: p})
+		cfg.Models = append(cfg.Models, dependencymap.ModelEndpoint{Model: m.Model, Region: m.Region, Policy: p})
 	}
 	// Build once so that every policy and name is checked now, with the file's names in
 	// the errors, rather than when the agent starts serving.
-	if _, err := New(cfg); err != nil {
-		return Config{}, err
+	if _, err := dependencymap.New(cfg); err != nil {
+		return dependencymap.Config{}, err
 	}
 	return cfg, nil
 }
@@ -185,7 +186,7 @@ func truncate(b []byte, n int) string {
 // makes the window time-based again. An absent field (or 0) inherits.
 const Off = "off"
 
-func (fp FilePolicy) policy(where string) (breaker.Policy, error) {
+func (fp Policy) policy(where string) (breaker.Policy, error) {
 	p := breaker.Policy{
 		FailureRateThreshold:  fp.FailureRateThreshold,
 		MinimumCalls:          fp.MinimumCalls,

@@ -1,0 +1,11 @@
+// Package depfile loads a dependency map's configuration from a file an operator
+// writes, in YAML or JSON with the same field names: [Load] reads one, [ParseYAML] and
+// [ParseJSON] parse bytes, and each returns a [dependencymap.Config] checked
+// completely (it builds a Map without error). Unknown fields are errors, so a typo
+// never silently falls back to a default; durations are Go duration strings ("30s");
+// [Off] switches off, for one dependency, a gate its default policy turns on.
+//
+// The loader is a package of its own so that a program that configures its breakers
+// in code does not compile a YAML parser. Its errors start with "dependencymap: ",
+// like the Map's own, since they describe a dependency map's configuration.
+package depfile

@@ -1,0 +1,11 @@
+package depfile
+
+import (
+	"testing"
+
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) {
+	leakcheck.Main(m)
+}
