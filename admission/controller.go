@@ -21,7 +21,8 @@ import (
 type Config struct {
 	// Map holds the dependencies' breakers (dependencymap.Map.Get). Required. To drain
 	// queues when breakers close, register Controller.OnStateChange in the map's
-	// OnStateChange listeners (see the package example).
+	// OnStateChange listeners (test/admission/example_test.go in the repository shows the
+	// whole wiring, with a SQLite journal).
 	Map *dependencymap.Map
 	// Journal stores the queue durably. Required.
 	Journal QueueStore
