@@ -44,8 +44,8 @@ func (c *Callbacks) heldBySlowCalls(dep string, b *breaker.Breaker, t tool.Tool,
 	c.invs.Range(func(_, v any) bool {
 		inv := v.(*invocation)
 		inv.mu.Lock()
-		for _, cl := range inv.calls {
-			if cl.dep == dep && cl.bulk != nil && now-cl.start >= slowAfter {
+		for _, e := range inv.calls {
+			if cl := e.cl; cl.dep == dep && cl.bulk != nil && now-cl.start >= slowAfter {
 				slow++
 			}
 		}

@@ -95,18 +95,18 @@ func (c *Callbacks) idempotencyKey(ctx agent.Context) string {
 	k := keyOf(ctx)
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	cl := inv.calls[k]
+	cl := inv.calls.get(k)
 	if cl == nil {
 		// Another wrapper may have replaced the context: fall back to the call ID when
 		// it names exactly one call in flight.
-		for ck, other := range inv.calls {
-			if ck.id != k.id {
+		for _, e := range inv.calls {
+			if e.k.id != k.id {
 				continue
 			}
 			if cl != nil {
 				return ""
 			}
-			cl = other
+			cl = e.cl
 		}
 	}
 	if cl == nil || cl.attempt == nil {

@@ -85,9 +85,52 @@ type invocation struct {
 	lastErr  atomic.Pointer[model.LLMRequest]
 
 	mu      sync.Mutex
-	calls   map[callKey]*call
+	calls   callSet
+	callBuf [4]callEntry // calls' first backing array, allocated with the invocation
 	unknown map[callKey]bool // calls to invented tool names already reported
 	freed   bool
+}
+
+// callSet holds an invocation's calls in flight. An invocation has a handful at a time
+// (the calls of one model response), so a slice searched in order costs less than a
+// map: no hashing of the call ID and, for the first four calls, no allocation past
+// the invocation's own (its callBuf).
+type callSet []callEntry
+
+type callEntry struct {
+	k  callKey
+	cl *call
+}
+
+func (s callSet) get(k callKey) *call {
+	for i := range s {
+		if s[i].k == k {
+			return s[i].cl
+		}
+	}
+	return nil
+}
+
+func (s *callSet) put(k callKey, cl *call) {
+	for i := range *s {
+		if (*s)[i].k == k {
+			(*s)[i].cl = cl
+			return
+		}
+	}
+	*s = append(*s, callEntry{k: k, cl: cl})
+}
+
+func (s *callSet) del(k callKey) {
+	for i := range *s {
+		if (*s)[i].k == k {
+			last := len(*s) - 1
+			(*s)[i] = (*s)[last]
+			(*s)[last] = callEntry{}
+			*s = (*s)[:last]
+			return
+		}
+	}
 }
 
 // seenUnknown records a call to an invented tool name and reports whether it was
@@ -112,9 +155,9 @@ func (inv *invocation) add(k callKey, cl *call) bool {
 		return false
 	}
 	if inv.calls == nil {
-		inv.calls = make(map[callKey]*call, 2)
+		inv.calls = inv.callBuf[:0]
 	}
-	inv.calls[k] = cl
+	inv.calls.put(k, cl)
 	return true
 }
 
@@ -122,7 +165,7 @@ func (inv *invocation) add(k callKey, cl *call) bool {
 func (inv *invocation) owner(k callKey) layer {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	if cl := inv.calls[k]; cl != nil {
+	if cl := inv.calls.get(k); cl != nil {
 		return cl.owner
 	}
 	return 0
@@ -132,11 +175,11 @@ func (inv *invocation) owner(k callKey) layer {
 func (inv *invocation) take(k callKey, l layer) *call {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	cl := inv.calls[k]
+	cl := inv.calls.get(k)
 	if cl == nil || cl.owner != l {
 		return nil
 	}
-	delete(inv.calls, k)
+	inv.calls.del(k)
 	return cl
 }
 
@@ -153,10 +196,10 @@ func (inv *invocation) drain() []*call {
 	defer inv.mu.Unlock()
 	inv.freed = true
 	out := make([]*call, 0, len(inv.calls))
-	for k, cl := range inv.calls {
-		out = append(out, cl)
-		delete(inv.calls, k)
+	for _, e := range inv.calls {
+		out = append(out, e.cl)
 	}
+	inv.calls = nil
 	return out
 }
 

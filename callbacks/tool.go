@@ -206,7 +206,7 @@ func (c *Callbacks) markDispatched(ctx agent.Context, _ tool.Tool, _ map[string]
 	if inv := c.invocation(ctx, false); inv != nil {
 		k := keyOf(ctx)
 		inv.mu.Lock()
-		if cl := inv.calls[k]; cl != nil {
+		if cl := inv.calls.get(k); cl != nil {
 			cl.dispatched.Store(true)
 		}
 		inv.mu.Unlock()
@@ -222,7 +222,7 @@ func (c *Callbacks) onToolError(l layer) llmagent.OnToolErrorCallback {
 		var cl *call
 		if inv != nil {
 			inv.mu.Lock()
-			if cl = inv.calls[k]; cl != nil && cl.owner != l {
+			if cl = inv.calls.get(k); cl != nil && cl.owner != l {
 				cl = nil
 			}
 			inv.mu.Unlock()
