@@ -86,7 +86,7 @@ type invocation struct {
 
 	mu      sync.Mutex
 	calls   callSet
-	callBuf [4]callEntry // calls' first backing array, allocated with the invocation
+	callBuf [4]callEntry     // calls' first backing array, allocated with the invocation
 	unknown map[callKey]bool // calls to invented tool names already reported
 	freed   bool
 }
