@@ -17,6 +17,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
@@ -76,22 +77,22 @@ func TestBoundaryFailedCallsReachTheModelOnlyAsPayloads(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var logs bytes.Buffer
-			f := newFixture(t, fixtureConfig{
-				tools: []tool.Tool{fnTool(t, "lookup", tt.run)}, then: callsThenText("lookup"), after: tt.after,
-				deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-				cfg: callbacks.Config{
+			f := callbackstest.New(t, callbackstest.Config{
+				Tools: []tool.Tool{callbackstest.FnTool(t, "lookup", tt.run)}, Then: callbackstest.CallsThenText("lookup"), After: tt.after,
+				Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+				Callbacks: callbacks.Config{
 					Logger:    slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 					Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": tt.policy}},
 				},
 			})
-			turn := f.run(t, "go")
+			turn := f.Run(t, "go")
 			rs := turn.FunctionResponses()
 			require.Len(t, rs, 1)
 			tt.check(t, rs[0].Response)
 			seen, err := json.Marshal(rs[0].Response)
 			require.NoError(t, err)
 			// Every later model request, function responses included.
-			for _, req := range f.model.Requests() {
+			for _, req := range f.Model.Requests() {
 				b, err := json.Marshal(req.Contents)
 				require.NoError(t, err)
 				seen = append(seen, b...)
@@ -101,10 +102,10 @@ func TestBoundaryFailedCallsReachTheModelOnlyAsPayloads(t *testing.T) {
 				require.NotContains(t, logs.String(), tok, "the log holds %q", tok)
 			}
 			require.Contains(t, logs.String(), `"upstream_error":{"len":`)
-			outs := f.ev.of(callbacks.EventCallOutcome)
+			outs := f.Events.Of(callbacks.EventCallOutcome)
 			require.Len(t, outs, 1)
 			require.NotZero(t, outs[0].Upstream.Len, "the event carries the fingerprint")
-			f.requireClean(t)
+			f.RequireClean(t)
 		})
 	}
 }
@@ -133,15 +134,15 @@ func TestBoundaryModelMistakesAndVerbatim(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, fixtureConfig{
-				tools: []tool.Tool{fnTool(t, "lookup", tt.run)}, then: callsThenText("lookup"),
-				deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-				cfg:  callbacks.Config{Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": tt.policy}}},
+			f := callbackstest.New(t, callbackstest.Config{
+				Tools: []tool.Tool{callbackstest.FnTool(t, "lookup", tt.run)}, Then: callbackstest.CallsThenText("lookup"),
+				Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+				Callbacks: callbacks.Config{Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": tt.policy}}},
 			})
-			rs := f.run(t, "go").FunctionResponses()
+			rs := f.Run(t, "go").FunctionResponses()
 			require.Len(t, rs, 1)
 			require.Equal(t, tt.want, rs[0].Response)
-			f.requireClean(t)
+			f.RequireClean(t)
 		})
 	}
 }
@@ -164,14 +165,14 @@ func TestBoundaryConfigIsChecked(t *testing.T) {
 func TestBoundaryToolNamesAreRepaired(t *testing.T) {
 	t.Parallel()
 	name := "odd\x1b[31mname\xff"
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{fnTool(t, name, func(agent.Context, map[string]any) (map[string]any, error) { return map[string]any{"ok": true}, nil })},
-		then:  callsThenText(name),
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{callbackstest.FnTool(t, name, func(agent.Context, map[string]any) (map[string]any, error) { return map[string]any{"ok": true}, nil })},
+		Then:  callbackstest.CallsThenText(name),
 	})
-	f.run(t, "go")
-	outs := f.ev.of(callbacks.EventCallOutcome)
+	f.Run(t, "go")
+	outs := f.Events.Of(callbacks.EventCallOutcome)
 	require.Len(t, outs, 1)
 	require.Equal(t, "odd [31mname", outs[0].Tool)
 	require.Equal(t, "odd [31mname", outs[0].Dependency)
-	f.requireClean(t)
+	f.RequireClean(t)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
@@ -60,28 +61,28 @@ func TestShortCircuitIsNeverRecordedAsACall(t *testing.T) {
 	t.Parallel()
 	var ok atomic.Bool
 	var runs atomic.Int64
-	crm := fnTool(t, "lookup", func(ctx agent.Context, _ map[string]any) (map[string]any, error) {
+	crm := callbackstest.FnTool(t, "lookup", func(ctx agent.Context, _ map[string]any) (map[string]any, error) {
 		runs.Add(1)
 		if ok.Load() {
 			return map[string]any{"status": "ok"}, nil
 		}
 		return nil, errBoom
 	})
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{crm}, then: callsThenText("lookup"),
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{crm}, Then: callbackstest.CallsThenText("lookup"),
+		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 	})
 	for range 4 {
-		f.run(t, "look it up")
+		f.Run(t, "look it up")
 	}
-	b := f.breaker(t, "crm")
+	b := f.Breaker(t, "crm")
 	require.Equal(t, breaker.Open, b.State())
 	before := b.Snapshot()
 	require.Equal(t, int64(4), runs.Load())
 
-	f.clk.Advance(10 * time.Second)
+	f.Clock.Advance(10 * time.Second)
 	for range 3 {
-		turn := f.run(t, "look it up")
+		turn := f.Run(t, "look it up")
 		rs := turn.FunctionResponses()
 		require.Len(t, rs, 1)
 		p := rs[0].Response
@@ -98,15 +99,15 @@ func TestShortCircuitIsNeverRecordedAsACall(t *testing.T) {
 	after := b.Snapshot()
 	require.Equal(t, before.Window, after.Window, "short-circuits are not measured")
 	require.Equal(t, before.Generation, after.Generation)
-	require.Len(t, f.ev.of(callbacks.EventShortCircuit), 3)
-	require.Len(t, f.ev.of(callbacks.EventCallOutcome), 4, "only real calls have outcomes")
+	require.Len(t, f.Events.Of(callbacks.EventShortCircuit), 3)
+	require.Len(t, f.Events.Of(callbacks.EventCallOutcome), 4, "only real calls have outcomes")
 
 	// The dependency recovers; the probe goes through and closes the breaker.
 	ok.Store(true)
-	f.clk.Advance(20 * time.Second)
-	f.run(t, "look it up")
+	f.Clock.Advance(20 * time.Second)
+	f.Run(t, "look it up")
 	require.Equal(t, breaker.Closed, b.State())
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 func TestParallelCallsWithTheSameIDAreNotConfused(t *testing.T) {
@@ -114,7 +115,7 @@ func TestParallelCallsWithTheSameIDAreNotConfused(t *testing.T) {
 	// Two calls in one response share a model-supplied ID; one fails and one succeeds.
 	release := make(chan struct{})
 	var started atomic.Int64
-	crm := fnTool(t, "lookup", func(ctx agent.Context, args map[string]any) (map[string]any, error) {
+	crm := callbackstest.FnTool(t, "lookup", func(ctx agent.Context, args map[string]any) (map[string]any, error) {
 		if started.Add(1) == 2 {
 			close(release)
 		}
@@ -124,23 +125,23 @@ func TestParallelCallsWithTheSameIDAreNotConfused(t *testing.T) {
 		}
 		return map[string]any{"status": "ok"}, nil
 	})
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{crm},
-		steps: []breakertest.Step{
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{crm},
+		Steps: []breakertest.Step{
 			breakertest.Calls(
 				&genai.FunctionCall{ID: "dup", Name: "lookup", Args: map[string]any{"fail": true}},
 				&genai.FunctionCall{ID: "dup", Name: "lookup", Args: map[string]any{"fail": false}},
 			),
 			breakertest.Text("done"),
 		},
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		cfg:  callbacks.Config{Bulkheads: map[string]int{"crm": 2}},
+		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Callbacks: callbacks.Config{Bulkheads: map[string]int{"crm": 2}},
 	})
-	f.run(t, "go")
-	w := f.breaker(t, "crm").Snapshot().Window
+	f.Run(t, "go")
+	w := f.Breaker(t, "crm").Snapshot().Window
 	require.Equal(t, int64(2), w.Calls)
 	require.Equal(t, int64(1), w.Failures)
-	outs := f.ev.of(callbacks.EventCallOutcome)
+	outs := f.Events.Of(callbacks.EventCallOutcome)
 	require.Len(t, outs, 2)
 	var verdicts []classify.Verdict
 	for _, e := range outs {
@@ -148,28 +149,28 @@ func TestParallelCallsWithTheSameIDAreNotConfused(t *testing.T) {
 		verdicts = append(verdicts, e.Verdict)
 	}
 	require.ElementsMatch(t, []classify.Verdict{classify.Counts, classify.Healthy}, verdicts)
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 func TestInventedToolNamesAreTheModelsMistake(t *testing.T) {
 	t.Parallel()
-	real := fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return map[string]any{}, nil })
+	real := callbackstest.FnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return map[string]any{}, nil })
 	var script []breakertest.Step
 	for i := range 5 {
 		script = append(script, breakertest.Call("made_up_"+string(rune('a'+i)), map[string]any{}))
 	}
 	script = append(script, breakertest.Text("done"))
-	f := newFixture(t, fixtureConfig{tools: []tool.Tool{real}, steps: script})
-	turn := f.run(t, "go")
+	f := callbackstest.New(t, callbackstest.Config{Tools: []tool.Tool{real}, Steps: script})
+	turn := f.Run(t, "go")
 	for _, r := range turn.FunctionResponses() {
 		require.Contains(t, r.Response["error"], "not found", "adk-go's own answer reaches the model")
 	}
-	require.Empty(t, f.deps.Breakers(), "no breaker per invented name")
-	require.Len(t, f.ev.of(callbacks.EventUnknownTool), 5)
-	for _, e := range f.ev.of(callbacks.EventUnknownTool) {
+	require.Empty(t, f.Deps.Breakers(), "no breaker per invented name")
+	require.Len(t, f.Events.Of(callbacks.EventUnknownTool), 5)
+	for _, e := range f.Events.Of(callbacks.EventUnknownTool) {
 		require.Empty(t, e.Tool, "invented names never become a label")
 	}
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 func TestBuiltinToolsAreExemptByDefault(t *testing.T) {
@@ -177,29 +178,29 @@ func TestBuiltinToolsAreExemptByDefault(t *testing.T) {
 	for _, guard := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "guarded"}[guard], func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, fixtureConfig{
-				cfg: callbacks.Config{GuardBuiltinTools: guard},
-				agent: func(f *fixture, m *breakertest.Model) agent.Agent {
+			f := callbackstest.New(t, callbackstest.Config{
+				Callbacks: callbacks.Config{GuardBuiltinTools: guard},
+				Agent: func(f *callbackstest.Fixture, m *breakertest.Model) agent.Agent {
 					helper, err := llmagent.New(llmagent.Config{Name: "helper", Description: "helps", Model: m})
 					require.NoError(t, err)
 					root, err := llmagent.New(llmagent.Config{Name: "root", Model: m, SubAgents: []agent.Agent{helper}})
 					require.NoError(t, err)
 					return root
 				},
-				steps: []breakertest.Step{
+				Steps: []breakertest.Step{
 					breakertest.Call("transfer_to_agent", map[string]any{"agent_name": "helper"}),
 					breakertest.Text("helper here"),
 				},
 			})
-			turn := f.run(t, "go")
+			turn := f.Run(t, "go")
 			require.Equal(t, "helper here", turn.FinalText())
-			_, created := f.deps.Get("transfer_to_agent")
+			_, created := f.Deps.Get("transfer_to_agent")
 			require.Equal(t, guard, created)
-			reqs := f.model.Requests()
+			reqs := f.Model.Requests()
 			d, ok := reqs[0].Declaration("transfer_to_agent")
 			require.True(t, ok)
 			require.Equal(t, guard, strings.Contains(d.Description, "may return status"), "the docstring goes only on guarded tools")
-			f.requireClean(t)
+			f.RequireClean(t)
 		})
 	}
 }
@@ -221,17 +222,17 @@ func TestInBandFailuresCount(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tl := fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return tt.result, nil })
-			f := newFixture(t, fixtureConfig{tools: []tool.Tool{tl}, then: callsThenText("lookup")})
-			f.run(t, "go")
-			outs := f.ev.of(callbacks.EventCallOutcome)
+			tl := callbackstest.FnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return tt.result, nil })
+			f := callbackstest.New(t, callbackstest.Config{Tools: []tool.Tool{tl}, Then: callbackstest.CallsThenText("lookup")})
+			f.Run(t, "go")
+			outs := f.Events.Of(callbacks.EventCallOutcome)
 			require.Len(t, outs, 1)
 			require.Equal(t, tt.want, outs[0].Verdict)
 			require.Equal(t, tt.class, outs[0].Class)
-			w := f.breaker(t, "lookup").Snapshot().Window
+			w := f.Breaker(t, "lookup").Snapshot().Window
 			require.Equal(t, int64(1), w.Calls)
 			require.Equal(t, tt.want == classify.Counts, w.Failures == 1)
-			f.requireClean(t)
+			f.RequireClean(t)
 		})
 	}
 }
@@ -243,12 +244,12 @@ func TestConfirmationRequestsAreNotFailures(t *testing.T) {
 			return map[string]any{"status": "ok"}, nil
 		})
 	require.NoError(t, err)
-	f := newFixture(t, fixtureConfig{tools: []tool.Tool{transfer}, then: callsThenText("wire_money")})
+	f := callbackstest.New(t, callbackstest.Config{Tools: []tool.Tool{transfer}, Then: callbackstest.CallsThenText("wire_money")})
 	for range 5 {
-		f.run(t, "pay")
+		f.Run(t, "pay")
 	}
-	b := f.breaker(t, "wire_money")
+	b := f.Breaker(t, "wire_money")
 	require.Equal(t, breaker.Closed, b.State())
 	require.Zero(t, b.Snapshot().Window.Calls, "asking a person is not a call to the dependency")
-	f.requireClean(t)
+	f.RequireClean(t)
 }

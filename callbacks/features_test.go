@@ -21,6 +21,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
@@ -29,15 +30,15 @@ func TestBulkheadRejectsAndCounts(t *testing.T) {
 	// Three parallel calls against a bulkhead of one: the two others are rejected.
 	release := make(chan struct{})
 	var entered atomic.Int64
-	slow := fnTool(t, "enrich", func(ctx agent.Context, _ map[string]any) (map[string]any, error) {
+	slow := callbackstest.FnTool(t, "enrich", func(ctx agent.Context, _ map[string]any) (map[string]any, error) {
 		entered.Add(1)
 		<-release
 		return map[string]any{"status": "ok"}, nil
 	})
 	var rejected atomic.Int64
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{slow},
-		steps: []breakertest.Step{
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{slow},
+		Steps: []breakertest.Step{
 			breakertest.Calls(
 				&genai.FunctionCall{Name: "enrich", Args: map[string]any{"n": 1}},
 				&genai.FunctionCall{Name: "enrich", Args: map[string]any{"n": 2}},
@@ -45,8 +46,8 @@ func TestBulkheadRejectsAndCounts(t *testing.T) {
 			),
 			breakertest.Text("done"),
 		},
-		deps: map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
-		cfg: callbacks.Config{Bulkheads: map[string]int{"enrichment": 1}, SustainedRejections: 2,
+		Deps: map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
+		Callbacks: callbacks.Config{Bulkheads: map[string]int{"enrichment": 1}, SustainedRejections: 2,
 			OnEvent: func(e callbacks.Event) {
 				// Let the admitted call finish once both others were rejected.
 				if e.Kind == callbacks.EventBulkheadRejected && rejected.Add(1) == 2 {
@@ -54,7 +55,7 @@ func TestBulkheadRejectsAndCounts(t *testing.T) {
 				}
 			}},
 	})
-	turn := f.run(t, "go")
+	turn := f.Run(t, "go")
 	require.Equal(t, int64(1), entered.Load())
 	var busy []map[string]any
 	for _, fr := range turn.FunctionResponses() {
@@ -65,21 +66,21 @@ func TestBulkheadRejectsAndCounts(t *testing.T) {
 	require.Len(t, busy, 2)
 	require.Equal(t, "bulkhead_full", busy[0]["error_class"])
 	require.Equal(t, "unavailable", busy[0]["status"])
-	w := f.breaker(t, "enrichment").Snapshot().Window
+	w := f.Breaker(t, "enrichment").Snapshot().Window
 	// The call holding the slot is young: a burst, not a slow dependency, so the
 	// rejections do not count (TestBulkheadRejectionsCountOnlyWhenSlowCallsHoldTheSlots
 	// has the slow case).
 	require.Equal(t, breaker.Counts{Calls: 1}, w, "rejections behind a quick call do not count")
-	sat := f.ev.of(callbacks.EventBulkheadSaturated)
+	sat := f.Events.Of(callbacks.EventBulkheadSaturated)
 	require.Len(t, sat, 1, "sustained while the breaker is closed")
 	require.Equal(t, breaker.Closed, sat[0].BreakerState)
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 func TestCachedAnswersAlternativesAndPartialResults(t *testing.T) {
 	t.Parallel()
 	var fail atomic.Bool
-	price := fnTool(t, "get_price", func(agent.Context, map[string]any) (map[string]any, error) {
+	price := callbackstest.FnTool(t, "get_price", func(agent.Context, map[string]any) (map[string]any, error) {
 		if fail.Load() {
 			return nil, errBoom
 		}
@@ -88,16 +89,16 @@ func TestCachedAnswersAlternativesAndPartialResults(t *testing.T) {
 	cache := func() *payloads.Cache {
 		return payloads.MustNewCache(payloads.CacheConfig{Tools: []string{"get_price"}, TTL: time.Hour, Clock: nil})
 	}()
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{price},
-		then: func(r breakertest.Request) breakertest.Step {
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{price},
+		Then: func(r breakertest.Request) breakertest.Step {
 			if len(r.FunctionResponses()) > 0 {
 				return breakertest.Text("done")
 			}
 			return breakertest.Call("get_price", map[string]any{"sku": "A1"})
 		},
-		deps: map[string]dependencymap.Dependency{"pricing": {Tools: []string{"get_price"}}},
-		cfg: callbacks.Config{
+		Deps: map[string]dependencymap.Dependency{"pricing": {Tools: []string{"get_price"}}},
+		Callbacks: callbacks.Config{
 			Cache:        cache,
 			Alternatives: map[string][]string{"get_price": {"get_list_price"}},
 			Fallback: func(_ agent.Context, tool string, args map[string]any) any {
@@ -105,17 +106,17 @@ func TestCachedAnswersAlternativesAndPartialResults(t *testing.T) {
 			},
 		},
 	})
-	f.run(t, "price?")
+	f.Run(t, "price?")
 	fail.Store(true)
-	f.breaker(t, "pricing").ForceOpen("test")
-	turn := f.run(t, "price?")
+	f.Breaker(t, "pricing").ForceOpen("test")
+	turn := f.Run(t, "price?")
 	p := turn.FunctionResponses()[0].Response
 	require.Equal(t, map[string]any{"price": float64(42)}, p["cached_result"])
 	require.Contains(t, p, "cached_age_seconds")
 	require.Equal(t, []string{"get_list_price"}, p["alternatives"])
 	require.Equal(t, map[string]any{"sku": "A1", "currency": "EUR"}, p["partial_result"])
 	require.Contains(t, p["reason"], "A cached answer from")
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 func TestMutatingToolsGetTheOutcomeUnknownPayload(t *testing.T) {
@@ -124,38 +125,38 @@ func TestMutatingToolsGetTheOutcomeUnknownPayload(t *testing.T) {
 	s.Set(breakertest.Drop()) // the request may have been applied: the connection died mid-way
 	send, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{Name: "send_invoice", URL: s.URL})
 	require.NoError(t, err)
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{send}, then: callsThenText("send_invoice"),
-		cfg: callbacks.Config{MutatingTools: []string{"send_invoice"}},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{send}, Then: callbackstest.CallsThenText("send_invoice"),
+		Callbacks: callbacks.Config{MutatingTools: []string{"send_invoice"}},
 	})
-	turn := f.run(t, "bill them")
+	turn := f.Run(t, "bill them")
 	p := turn.FunctionResponses()[0].Response
 	require.Equal(t, payloads.TypeOutcomeUnknown, p["response_type"])
 	require.Equal(t, "outcome_unknown", p["status"])
 	require.Equal(t, "Do not repeat this action. Tell the user it could not be confirmed whether it was done.", p["instruction"])
-	outs := f.ev.of(callbacks.EventCallOutcome)
+	outs := f.Events.Of(callbacks.EventCallOutcome)
 	require.Len(t, outs, 1)
 	require.Equal(t, classify.Unknown, outs[0].Outcome)
 	require.Equal(t, classify.Counts, outs[0].Verdict, "still counted")
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 func TestHookPanicsAreRecovered(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{okTool(t, "lookup")}, then: callsThenText("lookup"),
-		cfg: callbacks.Config{Fallback: func(agent.Context, string, map[string]any) any { panic("fallback bug") }},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{okTool(t, "lookup")}, Then: callbackstest.CallsThenText("lookup"),
+		Callbacks: callbacks.Config{Fallback: func(agent.Context, string, map[string]any) any { panic("fallback bug") }},
 	})
-	f.run(t, "go")
-	f.breaker(t, "lookup").ForceOpen("test")
-	turn := f.run(t, "go")
+	f.Run(t, "go")
+	f.Breaker(t, "lookup").ForceOpen("test")
+	turn := f.Run(t, "go")
 	require.Equal(t, payloads.TypeUnavailable, turn.FunctionResponses()[0].Response["response_type"], "the payload still goes out")
-	require.GreaterOrEqual(t, f.cb.Stats().Panics, int64(1))
+	require.GreaterOrEqual(t, f.CB.Stats().Panics, int64(1))
 
 	// A panicking OnEvent hook does not break the call either.
 	deps := dependencymap.MustNew(dependencymap.Config{})
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, OnEvent: func(callbacks.Event) { panic("listener bug") }})
-	m := breakertest.MustNewModel(breakertest.ModelConfig{Then: callsThenText("lookup")})
+	m := breakertest.MustNewModel(breakertest.ModelConfig{Then: callbackstest.CallsThenText("lookup")})
 	h := harnessWith(t, cb, m, okTool(t, "lookup"))
 	sid, _ := h.NewSession(context.Background())
 	_, err := h.Run(context.Background(), sid, "go")
@@ -195,20 +196,20 @@ func TestHostileUpstreamBodiesReachOnlyTheLog(t *testing.T) {
 		t.Run(string(rune('a'+i)), func(t *testing.T) {
 			t.Parallel()
 			// The tool passes the upstream body on in its error, as careless tools do.
-			leaky := fnTool(t, "enrich", func(agent.Context, map[string]any) (map[string]any, error) {
+			leaky := callbackstest.FnTool(t, "enrich", func(agent.Context, map[string]any) (map[string]any, error) {
 				return map[string]any{"status": "error", "status_code": 503, "message": body}, nil
 			})
 			var logs lockedBuffer
-			f := newFixture(t, fixtureConfig{
-				tools: []tool.Tool{leaky}, then: callsThenText("enrich"),
-				deps: map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
-				cfg:  callbacks.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+			f := callbackstest.New(t, callbackstest.Config{
+				Tools: []tool.Tool{leaky}, Then: callbackstest.CallsThenText("enrich"),
+				Deps:      map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
+				Callbacks: callbacks.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 			})
 			for range 4 {
-				f.run(t, "go")
+				f.Run(t, "go")
 			}
-			require.Equal(t, breaker.Open, f.breaker(t, "enrichment").State())
-			turn := f.run(t, "go")
+			require.Equal(t, breaker.Open, f.Breaker(t, "enrichment").State())
+			turn := f.Run(t, "go")
 			p := turn.FunctionResponses()[0].Response
 			require.Equal(t, payloads.TypeUnavailable, p["response_type"])
 			b, err := json.Marshal(p)
@@ -221,7 +222,7 @@ func TestHostileUpstreamBodiesReachOnlyTheLog(t *testing.T) {
 			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 				require.Less(t, len(line), 2048, "upstream text is cut in the log too")
 			}
-			f.requireClean(t)
+			f.RequireClean(t)
 		})
 	}
 }
@@ -229,12 +230,12 @@ func TestHostileUpstreamBodiesReachOnlyTheLog(t *testing.T) {
 func TestLogRecordsUseStableKeys(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{okTool(t, "lookup")}, then: callsThenText("lookup"),
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		cfg:  callbacks.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{okTool(t, "lookup")}, Then: callbackstest.CallsThenText("lookup"),
+		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Callbacks: callbacks.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 	})
-	f.run(t, "go")
+	f.Run(t, "go")
 	var rec map[string]any
 	require.NoError(t, json.Unmarshal([]byte(strings.Split(logs.String(), "\n")[0]), &rec))
 	for _, k := range []string{"event", "dependency", "tool", "request_id", "outcome", "error_class", "elapsed_ms", "breaker_state", "policy_version"} {
@@ -248,10 +249,10 @@ func TestLogRecordsUseStableKeys(t *testing.T) {
 func TestIdleInvocationsAreFreed(t *testing.T) {
 	t.Parallel()
 	// Agent-level callbacks alone have no end-of-run hook: the idle sweep frees them.
-	clk := newFixture(t, fixtureConfig{}).clk
+	clk := callbackstest.New(t, callbackstest.Config{}).Clock
 	deps := dependencymap.MustNew(dependencymap.Config{Clock: clk})
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk, IdleInvocationTimeout: time.Minute})
-	m := breakertest.MustNewModel(breakertest.ModelConfig{Then: callsThenText("lookup")})
+	m := breakertest.MustNewModel(breakertest.ModelConfig{Then: callbackstest.CallsThenText("lookup")})
 	a, err := cb.Build(callbacks.Node{Config: agentConfig("root", m, okTool(t, "lookup"))})
 	require.NoError(t, err)
 	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a})

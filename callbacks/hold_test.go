@@ -14,6 +14,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
@@ -21,18 +22,18 @@ import (
 // weatherSrv. Each turn the model calls the tool named by the user's message; if the
 // server's answer carries retry_after_seconds it waits reissueAfter (on the fake
 // clock) and calls it again once, then answers.
-func holdFixture(t *testing.T, crmSrv, weatherSrv *breakertest.Server, crm breaker.Policy, reissueAfter time.Duration) *fixture {
+func holdFixture(t *testing.T, crmSrv, weatherSrv *breakertest.Server, crm breaker.Policy, reissueAfter time.Duration) *callbackstest.Fixture {
 	t.Helper()
 	weather, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{Name: "weather", URL: weatherSrv.URL})
 	require.NoError(t, err)
-	var f *fixture
-	f = newFixture(t, fixtureConfig{
-		tools: []tool.Tool{httpLookup(t, crmSrv), weather},
-		deps: map[string]dependencymap.Dependency{
+	var f *callbackstest.Fixture
+	f = callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{httpLookup(t, crmSrv), weather},
+		Deps: map[string]dependencymap.Dependency{
 			"crm":     {Tools: []string{"lookup"}, Policy: crm},
 			"weather": {Tools: []string{"weather"}},
 		},
-		then: func(r breakertest.Request) breakertest.Step {
+		Then: func(r breakertest.Request) breakertest.Step {
 			frs := r.FunctionResponses()
 			if len(frs) == 0 {
 				return breakertest.Call(lastUserText(r), map[string]any{"query": "42"})
@@ -41,7 +42,7 @@ func holdFixture(t *testing.T, crmSrv, weatherSrv *breakertest.Server, crm break
 			// The server's own answer reaches the model as agentbreaker's "failed" payload
 			// (never its text); the hold's local answers are "unavailable".
 			if fromServer := frs[0].Response["response_type"] == "agentbreaker.failed"; asked && fromServer && countCalls(r) == 1 {
-				f.clk.Advance(reissueAfter)
+				f.Clock.Advance(reissueAfter)
 				return breakertest.Call(frs[0].Name, map[string]any{"query": "42"})
 			}
 			return breakertest.Text("done")
@@ -85,10 +86,10 @@ func TestRetryAfterHoldsAgainstTheModel(t *testing.T) {
 	crm, weather := breakertest.NewServer(t), breakertest.NewServer(t)
 	crm.Enqueue(breakertest.RetryAfter(429, 30))
 	f := holdFixture(t, crm, weather, breaker.Policy{}, 2*time.Second)
-	b := f.breaker(t, "crm")
-	start := f.clk.Now()
+	b := f.Breaker(t, "crm")
+	start := f.Clock.Now()
 
-	turn := f.run(t, "lookup")
+	turn := f.Run(t, "lookup")
 	frs := turn.FunctionResponses()
 	require.Len(t, frs, 2)
 	require.Equal(t, payloads.TypeFailed, frs[0].Response["response_type"], "the server's own answer, as agentbreaker's payload")
@@ -102,25 +103,25 @@ func TestRetryAfterHoldsAgainstTheModel(t *testing.T) {
 	require.Equal(t, breaker.Closed, b.State(), "one 429 does not open the breaker; the hold is what stops the re-issue")
 
 	// Per dependency: the weather service was never asked for a delay.
-	f.run(t, "weather")
+	f.Run(t, "weather")
 	require.Equal(t, int64(1), weather.Requests())
 
-	f.clk.Set(start.Add(2*time.Second + 27*time.Second)) // 1 s left
-	turn = f.run(t, "lookup")
+	f.Clock.Set(start.Add(2*time.Second + 27*time.Second)) // 1 s left
+	turn = f.Run(t, "lookup")
 	require.Equal(t, int64(1), toInt64(turn.FunctionResponses()[0].Response["retry_after_seconds"]))
 	require.Equal(t, int64(1), crm.Requests(), "still held 1 s before the delay ends")
 
-	f.clk.Set(start.Add(2*time.Second + 28*time.Second)) // the delay has passed
-	turn = f.run(t, "lookup")
+	f.Clock.Set(start.Add(2*time.Second + 28*time.Second)) // the delay has passed
+	turn = f.Run(t, "lookup")
 	require.Equal(t, "ok", turn.FunctionResponses()[0].Response["status"])
 	require.Equal(t, int64(2), crm.Requests(), "after the delay the call reaches the dependency")
 	require.Equal(t, breaker.Closed, b.State())
 
-	shorts := f.ev.of(callbacks.EventShortCircuit)
+	shorts := f.Events.Of(callbacks.EventShortCircuit)
 	require.Len(t, shorts, 2, "the two local answers")
 	require.Equal(t, classify.ClassHTTP429, shorts[0].Class)
 	require.Equal(t, breaker.Closed, shorts[0].BreakerState)
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // TestRetryAfterHoldIsBoundedByMaxRetryAfter: a server asking for an hour holds its
@@ -130,21 +131,21 @@ func TestRetryAfterHoldIsBoundedByMaxRetryAfter(t *testing.T) {
 	crm, weather := breakertest.NewServer(t), breakertest.NewServer(t)
 	crm.Enqueue(breakertest.RetryAfter(503, 3600))
 	f := holdFixture(t, crm, weather, breaker.Policy{MaxRetryAfter: time.Minute}, 2*time.Second)
-	start := f.clk.Now()
+	start := f.Clock.Now()
 
-	turn := f.run(t, "lookup")
+	turn := f.Run(t, "lookup")
 	require.Equal(t, int64(58), toInt64(turn.FunctionResponses()[1].Response["retry_after_seconds"]), "60 s at most, 2 s gone")
 	require.Equal(t, int64(1), crm.Requests())
 
-	f.clk.Set(start.Add(59 * time.Second))
-	f.run(t, "lookup")
+	f.Clock.Set(start.Add(59 * time.Second))
+	f.Run(t, "lookup")
 	require.Equal(t, int64(1), crm.Requests(), "held until MaxRetryAfter has passed")
 
-	f.clk.Set(start.Add(60 * time.Second))
-	turn = f.run(t, "lookup")
+	f.Clock.Set(start.Add(60 * time.Second))
+	turn = f.Run(t, "lookup")
 	require.Equal(t, "ok", turn.FunctionResponses()[0].Response["status"])
 	require.Equal(t, int64(2), crm.Requests(), "not an hour")
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 func toInt64(v any) int64 {
@@ -180,28 +181,28 @@ func TestParallelDelaysHoldTheLatest(t *testing.T) {
 		}
 	}()
 	q := func(s string) map[string]any { return map[string]any{"query": s} }
-	var f *fixture
-	f = newFixture(t, fixtureConfig{
-		tools: []tool.Tool{httpLookup(t, crm)},
-		deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		steps: []breakertest.Step{
+	var f *callbackstest.Fixture
+	f = callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{httpLookup(t, crm)},
+		Deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Steps: []breakertest.Step{
 			breakertest.Calls(
 				&genai.FunctionCall{Name: "lookup", Args: q("a")},
 				&genai.FunctionCall{Name: "lookup", Args: q("b")},
 				&genai.FunctionCall{Name: "lookup", Args: q("c")}),
 			{Func: func(breakertest.Request) breakertest.Step {
-				f.clk.Advance(2 * time.Second)
+				f.Clock.Advance(2 * time.Second)
 				return breakertest.Call("lookup", q("a"))
 			}},
 			breakertest.Text("done"),
 		},
 	})
-	turn := f.run(t, "look up a, b and c")
+	turn := f.Run(t, "look up a, b and c")
 	frs := turn.FunctionResponses()
 	require.Len(t, frs, 4)
 	require.Equal(t, int64(3), crm.Requests(), "the three parallel calls, not the re-issue")
 	require.Equal(t, int64(38), toInt64(frs[3].Response["retry_after_seconds"]), "the latest delay (40 s), 2 s gone")
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // TestForcedClosedIgnoresTheHold: an operator who forces the breaker closed lets the
@@ -211,15 +212,15 @@ func TestForcedClosedIgnoresTheHold(t *testing.T) {
 	crm, weather := breakertest.NewServer(t), breakertest.NewServer(t)
 	crm.Enqueue(breakertest.RetryAfter(429, 30))
 	f := holdFixture(t, crm, weather, breaker.Policy{}, 2*time.Second)
-	f.run(t, "lookup")
+	f.Run(t, "lookup")
 	require.Equal(t, int64(1), crm.Requests())
-	b := f.breaker(t, "crm")
+	b := f.Breaker(t, "crm")
 	b.Reset("operator")
-	f.run(t, "lookup")
+	f.Run(t, "lookup")
 	require.Equal(t, int64(1), crm.Requests(), "closed: still held")
 	b.ForceClosed("operator: the delay is wrong")
-	turn := f.run(t, "lookup")
+	turn := f.Run(t, "lookup")
 	require.Equal(t, "ok", turn.FunctionResponses()[0].Response["status"])
 	require.Equal(t, int64(2), crm.Requests(), "forced closed: the call goes through")
-	f.requireClean(t)
+	f.RequireClean(t)
 }

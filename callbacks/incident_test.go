@@ -17,6 +17,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
@@ -77,9 +78,9 @@ func TestSeedIncidentInMiniature(t *testing.T) {
 		Clock:         clk,
 		OnStateChange: []func(breaker.Event){tr.add},
 	})
-	var ev events
+	var ev callbackstest.Events
 	cb := callbacks.MustNew(callbacks.Config{
-		Dependencies: deps, Clock: clk, OnEvent: ev.add,
+		Dependencies: deps, Clock: clk, OnEvent: ev.Add,
 		Bulkheads: map[string]int{"enrichment": 20},
 	})
 	server := breakertest.NewServer(t)
@@ -139,7 +140,7 @@ func TestSeedIncidentInMiniature(t *testing.T) {
 	require.NotContains(t, first, "firm")
 	require.Equal(t, true, second["firm"])
 	require.Equal(t, int64(20), server.Requests())
-	require.Len(t, ev.of(callbacks.EventLoopGuardFirm), 1)
+	require.Len(t, ev.Of(callbacks.EventLoopGuardFirm), 1)
 
 	// 14:03:10 and every 30 seconds after: one probe each; the provider is still down.
 	for range 2 {

@@ -22,6 +22,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
@@ -125,21 +126,21 @@ func TestNoLeaksOverManyTurns(t *testing.T) {
 	}
 	raw := tooltimeout.MustWrap(&rawTool{name: "search", run: behave}, tooltimeout.Config{})
 	tools := []tool.Tool{
-		fnTool(t, "lookup", handler), fnTool(t, "update", handler), raw,
-		fnTool(t, "flaky", handler), fnTool(t, "rewritten", handler), fnTool(t, "cached", handler),
-		fnTool(t, "batch", batch),
+		callbackstest.FnTool(t, "lookup", handler), callbackstest.FnTool(t, "update", handler), raw,
+		callbackstest.FnTool(t, "flaky", handler), callbackstest.FnTool(t, "rewritten", handler), callbackstest.FnTool(t, "cached", handler),
+		callbackstest.FnTool(t, "batch", batch),
 	}
 	names := []string{"lookup", "update", "search", "flaky", "rewritten", "cached", "invented_tool"}
 
 	// Plugins on both sides: one ahead of agentbreaker answers some after-callbacks
 	// (orphaning those calls), retry-and-reflect and a cache answer after it.
-	rewrite := mustPlugin(t, plugin.Config{Name: "rewrite", AfterToolCallback: func(_ agent.Context, tl tool.Tool, _, _ map[string]any, _ error) (map[string]any, error) {
+	rewrite := callbackstest.MustPlugin(t, plugin.Config{Name: "rewrite", AfterToolCallback: func(_ agent.Context, tl tool.Tool, _, _ map[string]any, _ error) (map[string]any, error) {
 		if tl.Name() == "rewritten" {
 			return map[string]any{"status": "ok", "rewritten": true}, nil
 		}
 		return nil, nil
 	}})
-	cache := mustPlugin(t, plugin.Config{Name: "cache", BeforeToolCallback: func(_ agent.Context, tl tool.Tool, _ map[string]any) (map[string]any, error) {
+	cache := callbackstest.MustPlugin(t, plugin.Config{Name: "cache", BeforeToolCallback: func(_ agent.Context, tl tool.Tool, _ map[string]any) (map[string]any, error) {
 		if tl.Name() == "cached" && d.intN(2) == 0 {
 			return map[string]any{"status": "ok", "from_cache": true}, nil
 		}

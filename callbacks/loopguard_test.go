@@ -11,6 +11,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
@@ -33,27 +34,27 @@ func stubborn(tool string) func(breakertest.Request) breakertest.Step {
 }
 
 func okTool(t *testing.T, name string) tool.Tool {
-	return fnTool(t, name, func(agent.Context, map[string]any) (map[string]any, error) {
+	return callbackstest.FnTool(t, name, func(agent.Context, map[string]any) (map[string]any, error) {
 		return map[string]any{"status": "ok"}, nil
 	})
 }
 
 func TestThePayloadTurnsFirmAndTheModelStops(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{okTool(t, "lookup")}, then: untilFirm("lookup"),
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{okTool(t, "lookup")}, Then: untilFirm("lookup"),
+		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 	})
-	f.breaker(t, "crm").ForceOpen("test")
-	turn := f.run(t, "look it up")
+	f.Breaker(t, "crm").ForceOpen("test")
+	turn := f.Run(t, "look it up")
 	require.Equal(t, "answering without lookup", turn.FinalText())
 	rs := turn.FunctionResponses()
 	require.Len(t, rs, 2)
 	require.NotContains(t, rs[0].Response, "firm")
 	require.Equal(t, true, rs[1].Response["firm"])
 	require.Contains(t, rs[1].Response["instruction"], "Stop calling it and answer the user now without it")
-	require.Len(t, f.ev.of(callbacks.EventLoopGuardFirm), 1)
-	require.Equal(t, 2, f.ev.of(callbacks.EventLoopGuardFirm)[0].ShortCircuits)
+	require.Len(t, f.Events.Of(callbacks.EventLoopGuardFirm), 1)
+	require.Equal(t, 2, f.Events.Of(callbacks.EventLoopGuardFirm)[0].ShortCircuits)
 
 	// The count is mirrored into temp: state, visible in the events' state deltas.
 	key := loopguard.DefaultStatePrefix + "crm"
@@ -66,25 +67,25 @@ func TestThePayloadTurnsFirmAndTheModelStops(t *testing.T) {
 	require.Equal(t, []any{1, 2}, seen)
 
 	// A new turn is a new invocation: the count starts again.
-	turn = f.run(t, "again")
+	turn = f.Run(t, "again")
 	require.NotContains(t, turn.FunctionResponses()[0].Response, "firm")
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 func TestModelCallsAreCappedWhileDependenciesAreOpen(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{okTool(t, "lookup")}, then: stubborn("lookup"),
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		cfg:  callbacks.Config{LoopGuard: loopguard.Config{MaxModelCallsWhileOpen: 3}},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{okTool(t, "lookup")}, Then: stubborn("lookup"),
+		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Callbacks: callbacks.Config{LoopGuard: loopguard.Config{MaxModelCallsWhileOpen: 3}},
 	})
-	f.breaker(t, "crm").ForceOpen("test")
-	turn := f.run(t, "look it up")
+	f.Breaker(t, "crm").ForceOpen("test")
+	turn := f.Run(t, "look it up")
 	require.Equal(t, "I could not finish this request because crm is unavailable right now. Please try again later.", turn.FinalText())
-	require.Equal(t, 1+3, f.model.Calls(), "the first call, then three more after the first short-circuit")
+	require.Equal(t, 1+3, f.Model.Calls(), "the first call, then three more after the first short-circuit")
 	require.Len(t, turn.FunctionResponses(), 4)
-	require.Len(t, f.ev.of(callbacks.EventModelCallCapped), 1)
-	f.requireClean(t)
+	require.Len(t, f.Events.Of(callbacks.EventModelCallCapped), 1)
+	f.RequireClean(t)
 }
 
 // TestOpenToolsAreHiddenUntilAProbeMayGo (issue 18a): a tool of an open dependency is
@@ -93,23 +94,23 @@ func TestModelCallsAreCappedWhileDependenciesAreOpen(t *testing.T) {
 // invocation as soon as the breaker lets calls through.
 func TestOpenToolsAreHiddenUntilAProbeMayGo(t *testing.T) {
 	t.Parallel()
-	var f *fixture
+	var f *callbackstest.Fixture
 	step := 0
 	var lookups atomic.Int64
-	lookup := fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
+	lookup := callbackstest.FnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
 		lookups.Add(1)
 		return map[string]any{"status": "ok"}, nil
 	})
 	// The weather tool closes the crm breaker mid-invocation.
-	weather := fnTool(t, "weather", func(agent.Context, map[string]any) (map[string]any, error) {
-		f.breaker(t, "crm").Reset("recovered")
+	weather := callbackstest.FnTool(t, "weather", func(agent.Context, map[string]any) (map[string]any, error) {
+		f.Breaker(t, "crm").Reset("recovered")
 		return map[string]any{"status": "ok"}, nil
 	})
-	f = newFixture(t, fixtureConfig{
-		tools: []tool.Tool{lookup, weather},
-		deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		cfg:   callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
-		then: func(r breakertest.Request) breakertest.Step {
+	f = callbackstest.New(t, callbackstest.Config{
+		Tools:     []tool.Tool{lookup, weather},
+		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Callbacks: callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
+		Then: func(r breakertest.Request) breakertest.Step {
 			step++
 			switch step {
 			case 1, 3:
@@ -120,9 +121,9 @@ func TestOpenToolsAreHiddenUntilAProbeMayGo(t *testing.T) {
 			return breakertest.Text("done")
 		},
 	})
-	f.breaker(t, "crm").ForceOpen("test")
-	turn := f.run(t, "go")
-	reqs := f.model.Requests()
+	f.Breaker(t, "crm").ForceOpen("test")
+	turn := f.Run(t, "go")
+	reqs := f.Model.Requests()
 	require.Len(t, reqs, 4)
 	_, offered := reqs[0].Declaration("lookup")
 	require.False(t, offered, "the open tool is not offered")
@@ -132,12 +133,12 @@ func TestOpenToolsAreHiddenUntilAProbeMayGo(t *testing.T) {
 	require.Equal(t, payloads.TypeUnavailable, rs[0].Response["response_type"], "a hidden tool called anyway asks the breaker, which refuses")
 	require.Equal(t, true, rs[0].Response["firm"], "it was not offered: the payload is firm at once")
 	require.Equal(t, "ok", rs[1].Response["status"])
-	require.Equal(t, "closed", f.breaker(t, "crm").State().String())
+	require.Equal(t, "closed", f.Breaker(t, "crm").State().String())
 	_, offered = reqs[2].Declaration("lookup")
 	require.True(t, offered, "closed mid-invocation: offered again at the next model call")
 	require.Equal(t, "ok", rs[2].Response["status"])
 	require.Equal(t, int64(1), lookups.Load(), "the refused call never ran; the offered one did")
-	require.Len(t, f.ev.of(callbacks.EventToolsHidden), 2)
-	require.Len(t, f.ev.of(callbacks.EventShortCircuit), 1)
-	f.requireClean(t)
+	require.Len(t, f.Events.Of(callbacks.EventToolsHidden), 2)
+	require.Len(t, f.Events.Of(callbacks.EventShortCircuit), 1)
+	f.RequireClean(t)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 )
 
@@ -23,17 +24,6 @@ func httpLookup(t *testing.T, srv *breakertest.Server) tool.Tool {
 	return lt
 }
 
-// trip opens b with four failures.
-func trip(t *testing.T, b *breaker.Breaker) {
-	t.Helper()
-	for range 4 {
-		p, err := b.Allow()
-		require.NoError(t, err)
-		p.Failure()
-	}
-	require.Equal(t, breaker.Open, b.State())
-}
-
 // TestAHiddenToolCalledOnceACooldownIsOverIsTheProbe (issue 18a): the loop guard hid
 // the tool while the cooldown ran, the model took its time and called it anyway after
 // the cooldown ended. The call must ask the breaker and become the probe; it used to
@@ -41,30 +31,30 @@ func trip(t *testing.T, b *breaker.Breaker) {
 func TestAHiddenToolCalledOnceACooldownIsOverIsTheProbe(t *testing.T) {
 	t.Parallel()
 	srv := breakertest.NewServer(t)
-	var f *fixture
-	f = newFixture(t, fixtureConfig{
-		tools: []tool.Tool{httpLookup(t, srv)},
-		deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		cfg:   callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
-		then: func(r breakertest.Request) breakertest.Step {
+	var f *callbackstest.Fixture
+	f = callbackstest.New(t, callbackstest.Config{
+		Tools:     []tool.Tool{httpLookup(t, srv)},
+		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Callbacks: callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
+		Then: func(r breakertest.Request) breakertest.Step {
 			if len(r.FunctionResponses()) > 0 {
 				return breakertest.Text("done")
 			}
-			f.clk.Advance(10 * time.Second) // the model answers slowly; the cooldown ends meanwhile
+			f.Clock.Advance(10 * time.Second) // the model answers slowly; the cooldown ends meanwhile
 			return breakertest.Call("lookup", map[string]any{"query": "42"})
 		},
 	})
-	b := f.breaker(t, "crm")
-	trip(t, b)
-	f.clk.Advance(25 * time.Second) // 5 s of the 30 s cooldown left when the model is asked
+	b := f.Breaker(t, "crm")
+	callbackstest.Trip(t, b)
+	f.Clock.Advance(25 * time.Second) // 5 s of the 30 s cooldown left when the model is asked
 
-	turn := f.run(t, "look up 42")
-	_, offered := f.model.Requests()[0].Declaration("lookup")
+	turn := f.Run(t, "look up 42")
+	_, offered := f.Model.Requests()[0].Declaration("lookup")
 	require.False(t, offered, "hidden while the cooldown ran")
 	require.Equal(t, int64(1), srv.Requests(), "the call went to the dependency as the probe")
 	require.Equal(t, "ok", turn.FunctionResponses()[0].Response["status"])
 	require.Equal(t, breaker.Closed, b.State())
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // TestLoopGuardOnASingleCallerRecoversWithinOneCooldown (issue 18a, done-means): a
@@ -86,12 +76,12 @@ func TestLoopGuardOnASingleCallerRecoversWithinOneCooldown(t *testing.T) {
 			t.Parallel()
 			srv := breakertest.NewServer(t)
 			srv.Set(breakertest.Status(503))
-			f := newFixture(t, fixtureConfig{
-				tools: []tool.Tool{httpLookup(t, srv)},
-				deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
+			f := callbackstest.New(t, callbackstest.Config{
+				Tools: []tool.Tool{httpLookup(t, srv)},
+				Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
 					Policy: breaker.Policy{Window: 5 * time.Minute, CooldownMultiplier: 2, MaxCooldown: maxCooldown}}},
-				cfg: callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
-				then: func(r breakertest.Request) breakertest.Step {
+				Callbacks: callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
+				Then: func(r breakertest.Request) breakertest.Step {
 					if len(r.FunctionResponses()) > 0 {
 						return breakertest.Text("done")
 					}
@@ -101,8 +91,8 @@ func TestLoopGuardOnASingleCallerRecoversWithinOneCooldown(t *testing.T) {
 					return breakertest.Text("the CRM is unavailable")
 				},
 			})
-			b := f.breaker(t, "crm")
-			start := f.clk.Now()
+			b := f.Breaker(t, "crm")
+			start := f.Clock.Now()
 			var (
 				opened, recovered bool
 				waitAtRecovery    time.Duration
@@ -110,7 +100,7 @@ func TestLoopGuardOnASingleCallerRecoversWithinOneCooldown(t *testing.T) {
 				offered, hidden   int
 			)
 			for at := time.Duration(0); at <= run; at += every {
-				f.clk.Set(start.Add(at))
+				f.Clock.Set(start.Add(at))
 				if at == recoverAt {
 					srv.Set(breakertest.OK("ok"))
 					recovered = true
@@ -118,9 +108,9 @@ func TestLoopGuardOnASingleCallerRecoversWithinOneCooldown(t *testing.T) {
 					require.Equal(t, breaker.Open, b.State())
 					waitAtRecovery = b.RetryAfter()
 				}
-				before, first := srv.Requests(), f.model.Calls()
-				f.run(t, "look up 42")
-				if _, ok := f.model.Requests()[first].Declaration("lookup"); ok {
+				before, first := srv.Requests(), f.Model.Calls()
+				f.Run(t, "look up 42")
+				if _, ok := f.Model.Requests()[first].Declaration("lookup"); ok {
 					offered++
 					require.Equal(t, before+1, srv.Requests(), "at %s: an offered tool is called once", at)
 				} else {
@@ -144,7 +134,7 @@ func TestLoopGuardOnASingleCallerRecoversWithinOneCooldown(t *testing.T) {
 			require.Positive(t, hidden)
 			t.Logf("recovered at %s: closed %s later (cooldown left then %s); %d turns offered the tool, %d hid it; %d requests",
 				recoverAt, closedAfter, waitAtRecovery, offered, hidden, srv.Requests())
-			f.requireClean(t)
+			f.RequireClean(t)
 		})
 	}
 }

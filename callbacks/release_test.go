@@ -15,6 +15,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
@@ -32,29 +33,22 @@ func (r *rawTool) Declaration() *genai.FunctionDeclaration {
 }
 func (r *rawTool) Run(ctx agent.Context, _ any) (map[string]any, error) { return r.run(ctx) }
 
-func mustPlugin(t *testing.T, cfg plugin.Config) *plugin.Plugin {
-	t.Helper()
-	p, err := plugin.New(cfg)
-	require.NoError(t, err)
-	return p
-}
-
 func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 	t.Parallel()
 	ok := func(agent.Context) (map[string]any, error) { return map[string]any{"status": "ok"}, nil }
 	fail := func(agent.Context) (map[string]any, error) { return nil, errBoom }
 	cachePlugin := func(t *testing.T) *plugin.Plugin {
-		return mustPlugin(t, plugin.Config{Name: "cache", BeforeToolCallback: func(agent.Context, tool.Tool, map[string]any) (map[string]any, error) {
+		return callbackstest.MustPlugin(t, plugin.Config{Name: "cache", BeforeToolCallback: func(agent.Context, tool.Tool, map[string]any) (map[string]any, error) {
 			return map[string]any{"status": "ok", "cached": true}, nil
 		}})
 	}
 	refusePlugin := func(t *testing.T) *plugin.Plugin {
-		return mustPlugin(t, plugin.Config{Name: "policy", BeforeToolCallback: func(agent.Context, tool.Tool, map[string]any) (map[string]any, error) {
+		return callbackstest.MustPlugin(t, plugin.Config{Name: "policy", BeforeToolCallback: func(agent.Context, tool.Tool, map[string]any) (map[string]any, error) {
 			return nil, errors.New("policy forbids this call")
 		}})
 	}
 	rewritePlugin := func(t *testing.T) *plugin.Plugin {
-		return mustPlugin(t, plugin.Config{Name: "rewrite", AfterToolCallback: func(agent.Context, tool.Tool, map[string]any, map[string]any, error) (map[string]any, error) {
+		return callbackstest.MustPlugin(t, plugin.Config{Name: "rewrite", AfterToolCallback: func(agent.Context, tool.Tool, map[string]any, map[string]any, error) (map[string]any, error) {
 			return map[string]any{"status": "ok", "rewritten": true}, nil
 		}})
 	}
@@ -112,21 +106,21 @@ func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 				if tt.wrap {
 					tl = tooltimeout.MustWrap(tl, tooltimeout.Config{})
 				} else {
-					tl = fnTool(t, "lookup", func(c agent.Context, _ map[string]any) (map[string]any, error) { return run(c) })
+					tl = callbackstest.FnTool(t, "lookup", func(c agent.Context, _ map[string]any) (map[string]any, error) { return run(c) })
 				}
-				fc := fixtureConfig{
-					tools: []tool.Tool{tl}, then: callsThenText("lookup"), marker: tt.marker,
-					deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-					cfg:  callbacks.Config{Bulkheads: map[string]int{"crm": 1}},
+				fc := callbackstest.Config{
+					Tools: []tool.Tool{tl}, Then: callbackstest.CallsThenText("lookup"), Marker: tt.marker,
+					Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+					Callbacks: callbacks.Config{Bulkheads: map[string]int{"crm": 1}},
 				}
 				if tt.before != nil {
-					fc.before = tt.before(t)
+					fc.Before = tt.before(t)
 				}
 				if tt.after != nil {
-					fc.after = tt.after(t)
+					fc.After = tt.after(t)
 				}
-				f := newFixture(t, fc)
-				b := f.breaker(t, "crm")
+				f := callbackstest.New(t, fc)
+				b := f.Breaker(t, "crm")
 				if probe {
 					for range 4 {
 						p, err := b.Allow()
@@ -134,9 +128,9 @@ func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 						p.Failure()
 					}
 					require.Equal(t, breaker.Open, b.State())
-					f.clk.Advance(policy.Cooldown)
+					f.Clock.Advance(callbackstest.Policy.Cooldown)
 				}
-				turn, err := f.h.Run(ctx, f.sid, "go")
+				turn, err := f.Harness.Run(ctx, f.Session, "go")
 				if tt.cancel {
 					require.ErrorIs(t, err, context.Canceled)
 				} else {
@@ -149,26 +143,26 @@ func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 						require.Contains(t, fmtResponse(rs[0]), tt.seeText)
 					}
 				}
-				require.Len(t, f.ev.of(tt.kind), 1, "events: %v", f.ev.kinds())
-				f.requireClean(t)
+				require.Len(t, f.Events.Of(tt.kind), 1, "events: %v", f.Events.Kinds())
+				f.RequireClean(t)
 				// The Observer hears of the call once if it reached its tool, never if not,
 				// with the call's own tool context; nothing here was refused locally.
-				o := f.obs.snapshot()
-				require.Empty(t, o.shorts)
-				require.Empty(t, o.rejected)
+				o := f.Obs.Snapshot()
+				require.Empty(t, o.Shorts)
+				require.Empty(t, o.Rejected)
 				if tt.unsent {
-					require.Empty(t, o.calls)
+					require.Empty(t, o.Calls)
 				} else {
-					require.Len(t, o.calls, 1)
-					c := o.calls[0]
-					require.Equal(t, "crm", c.v.Dependency)
-					require.Equal(t, "lookup", c.v.Tool)
-					require.Equal(t, probe, c.v.Probe)
-					require.Equal(t, f.ev.of(tt.kind)[0].Outcome, c.v.Outcome)
-					require.Equal(t, f.ev.of(tt.kind)[0].Class, c.v.Class)
-					require.NotEmpty(t, c.v.RequestID)
-					require.Equal(t, c.invocationID, c.v.RequestID, "request_id is the invocation")
-					require.NotEmpty(t, c.callID, "reported with the call's tool context")
+					require.Len(t, o.Calls, 1)
+					c := o.Calls[0]
+					require.Equal(t, "crm", c.V.Dependency)
+					require.Equal(t, "lookup", c.V.Tool)
+					require.Equal(t, probe, c.V.Probe)
+					require.Equal(t, f.Events.Of(tt.kind)[0].Outcome, c.V.Outcome)
+					require.Equal(t, f.Events.Of(tt.kind)[0].Class, c.V.Class)
+					require.NotEmpty(t, c.V.RequestID)
+					require.Equal(t, c.InvocationID, c.V.RequestID, "request_id is the invocation")
+					require.NotEmpty(t, c.CallID, "reported with the call's tool context")
 				}
 				s := b.Snapshot()
 				if !probe {

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
@@ -27,22 +28,22 @@ func TestAToolTimeoutIsACountedUnknownFailure(t *testing.T) {
 			return nil, ctx.Err()
 		}}
 		wrapped := tooltimeout.MustWrap(hang, tooltimeout.Config{Timeout: 5 * time.Second, Attempts: 1, TurnBudget: 30 * time.Second})
-		f := newFixture(t, fixtureConfig{
-			tools: []tool.Tool{wrapped}, then: callsThenText("enrich"),
-			deps: map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
+		f := callbackstest.New(t, callbackstest.Config{
+			Tools: []tool.Tool{wrapped}, Then: callbackstest.CallsThenText("enrich"),
+			Deps: map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
 		})
 		start := time.Now()
-		turn := f.run(t, "go")
+		turn := f.Run(t, "go")
 		require.Equal(t, 5*time.Second, time.Since(start))
 		resp := turn.FunctionResponses()[0].Response
 		require.Equal(t, payloads.TypeFailed, resp[payloads.KeyResponseType], "the model gets the payload, not the error text")
 		require.Equal(t, string(classify.ClassTimeout), resp[payloads.KeyErrorClass])
-		outs := f.ev.of(callbacks.EventCallOutcome)
+		outs := f.Events.Of(callbacks.EventCallOutcome)
 		require.Len(t, outs, 1)
 		require.Equal(t, classify.Unknown, outs[0].Outcome)
 		require.Equal(t, classify.ClassTimeout, outs[0].Class)
 		require.Equal(t, classify.Counts, outs[0].Verdict)
-		require.Equal(t, breaker.Counts{Calls: 1, Failures: 1}, f.breaker(t, "enrichment").Snapshot().Window)
-		f.requireClean(t)
+		require.Equal(t, breaker.Counts{Calls: 1, Failures: 1}, f.Breaker(t, "enrichment").Snapshot().Window)
+		f.RequireClean(t)
 	})
 }

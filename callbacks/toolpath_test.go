@@ -27,6 +27,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/docstrings"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
@@ -46,32 +47,32 @@ func TestSchemaRejectedArgumentsDoNotCount(t *testing.T) {
 			return map[string]any{"status": "ok", "order_id": a.OrderID}, nil
 		})
 	require.NoError(t, err)
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{lookup},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{lookup},
 		// The model gets the type of order_id wrong every time.
-		then: func(r breakertest.Request) breakertest.Step {
+		Then: func(r breakertest.Request) breakertest.Step {
 			if len(r.FunctionResponses()) > 0 {
 				return breakertest.Text("done")
 			}
 			return breakertest.Call("get_order", map[string]any{"order_id": "A-17"})
 		},
-		deps: map[string]dependencymap.Dependency{"orders": {Tools: []string{"get_order"}}},
+		Deps: map[string]dependencymap.Dependency{"orders": {Tools: []string{"get_order"}}},
 	})
 	for range 6 {
-		f.run(t, "where is my order")
+		f.Run(t, "where is my order")
 	}
 	require.Zero(t, handled.Load(), "the handler must never have run")
-	b := f.breaker(t, "orders")
+	b := f.Breaker(t, "orders")
 	require.Equal(t, breaker.Closed, b.State())
 	require.Zero(t, b.Snapshot().Window.Failures, "schema rejections counted against the dependency")
-	outcomes := f.ev.of(callbacks.EventCallOutcome)
+	outcomes := f.Events.Of(callbacks.EventCallOutcome)
 	require.Len(t, outcomes, 6)
 	for _, e := range outcomes {
 		require.Equal(t, classify.ClassValidation, e.Class)
 		require.Equal(t, classify.Neutral, e.Verdict)
 		require.Equal(t, classify.FailedBeforeSend, e.Outcome)
 	}
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // Issue 12c: six parallel short-circuits in one model response leave the "temp:"
@@ -101,17 +102,17 @@ func TestShortCircuitMirrorWithParallelCalls(t *testing.T) {
 	for i := range calls {
 		calls[i] = &genai.FunctionCall{ID: fmt.Sprintf("c%d", i+1), Name: "lookup", Args: map[string]any{"n": i}}
 	}
-	f := newFixture(t, fixtureConfig{
-		tools:  []tool.Tool{fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return nil, errBoom })},
-		steps:  []breakertest.Step{breakertest.Calls(calls...), breakertest.Text("done")},
-		deps:   map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		before: []*plugin.Plugin{order},
-		after:  []*plugin.Plugin{signal},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools:  []tool.Tool{callbackstest.FnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return nil, errBoom })},
+		Steps:  []breakertest.Step{breakertest.Calls(calls...), breakertest.Text("done")},
+		Deps:   map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Before: []*plugin.Plugin{order},
+		After:  []*plugin.Plugin{signal},
 	})
-	f.breaker(t, "crm").ForceOpen("test")
-	turn, err := f.h.Run(context.Background(), f.sid, "look them up")
+	f.Breaker(t, "crm").ForceOpen("test")
+	turn, err := f.Harness.Run(context.Background(), f.Session, "look them up")
 	require.NoError(t, err)
-	require.Len(t, f.ev.of(callbacks.EventShortCircuit), 6)
+	require.Len(t, f.Events.Of(callbacks.EventShortCircuit), 6)
 	key := loopguard.DefaultStatePrefix + "crm"
 	var last any
 	for _, ev := range turn.Events {
@@ -120,7 +121,7 @@ func TestShortCircuitMirrorWithParallelCalls(t *testing.T) {
 		}
 	}
 	require.EqualValues(t, 6, last, "the mirror of the short-circuit count")
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // Issue 12d: the idle sweep must not free an invocation while one of its calls is
@@ -130,7 +131,7 @@ func TestIdleSweepKeepsInvocationsWithCallsInFlight(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int64
 	entered, release := make(chan struct{}), make(chan struct{})
-	slow := fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
+	slow := callbackstest.FnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
 		if n.Add(1) == 1 {
 			close(entered)
 			<-release
@@ -138,31 +139,31 @@ func TestIdleSweepKeepsInvocationsWithCallsInFlight(t *testing.T) {
 		}
 		return map[string]any{"status": "ok"}, nil
 	})
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{slow}, then: callsThenText("lookup"),
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		cfg:  callbacks.Config{IdleInvocationTimeout: time.Minute, Bulkheads: map[string]int{"crm": 1}},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{slow}, Then: callbackstest.CallsThenText("lookup"),
+		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Callbacks: callbacks.Config{IdleInvocationTimeout: time.Minute, Bulkheads: map[string]int{"crm": 1}},
 	})
 	ctx := context.Background()
 	first := make(chan error, 1)
 	go func() {
-		_, err := f.h.Run(ctx, f.sid, "first")
+		_, err := f.Harness.Run(ctx, f.Session, "first")
 		first <- err
 	}()
 	<-entered
-	f.clk.Advance(5 * time.Minute) // the first call has been running for longer than the idle timeout
-	sid2, err := f.h.NewSession(ctx)
+	f.Clock.Advance(5 * time.Minute) // the first call has been running for longer than the idle timeout
+	sid2, err := f.Harness.NewSession(ctx)
 	require.NoError(t, err)
-	_, err = f.h.Run(ctx, sid2, "second") // a new invocation runs the sweep
+	_, err = f.Harness.Run(ctx, sid2, "second") // a new invocation runs the sweep
 	require.NoError(t, err)
-	require.Len(t, f.ev.of(callbacks.EventBulkheadRejected), 1, "the slot is still held by the first call")
-	require.Zero(t, f.cb.Stats().Orphans)
+	require.Len(t, f.Events.Of(callbacks.EventBulkheadRejected), 1, "the slot is still held by the first call")
+	require.Zero(t, f.CB.Stats().Orphans)
 	close(release)
 	require.NoError(t, <-first)
-	out := f.ev.of(callbacks.EventCallOutcome)
+	out := f.Events.Of(callbacks.EventCallOutcome)
 	require.Len(t, out, 1)
 	require.Equal(t, classify.Counts, out[0].Verdict, "the first call's failure reached its breaker")
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // Issue 12f: a tool that says "not found" with classify's typed errors does not trip
@@ -173,29 +174,29 @@ func TestTypedToolErrorsThroughTheRunner(t *testing.T) {
 	s := breakertest.NewServer(t)
 	lookup, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{Name: "lookup", URL: s.URL, TypedErrors: true})
 	require.NoError(t, err)
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{lookup},
-		then: func(r breakertest.Request) breakertest.Step {
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{lookup},
+		Then: func(r breakertest.Request) breakertest.Step {
 			if len(r.FunctionResponses()) > 0 {
 				return breakertest.Text("done")
 			}
 			return breakertest.Call("lookup", map[string]any{"query": "customer 99"})
 		},
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 	})
 	s.Set(breakertest.Status(http.StatusNotFound))
 	for range 6 {
-		f.run(t, "who is 99")
+		f.Run(t, "who is 99")
 	}
-	b := f.breaker(t, "crm")
+	b := f.Breaker(t, "crm")
 	require.Equal(t, breaker.Closed, b.State())
 	require.Equal(t, breaker.Counts{Calls: 6}, b.Snapshot().Window)
 	s.Set(breakertest.Status(http.StatusServiceUnavailable))
 	for range 6 {
-		f.run(t, "who is 99")
+		f.Run(t, "who is 99")
 	}
 	require.Equal(t, breaker.Open, b.State())
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // Issue 12i: a burst of three calls against a bulkhead of one, to a quick and healthy
@@ -206,7 +207,7 @@ func TestBulkheadRejectionsCountOnlyWhenSlowCallsHoldTheSlots(t *testing.T) {
 	rejected := make(chan struct{}, 64)
 	var slowNext atomic.Bool
 	entered, release := make(chan struct{}, 1), make(chan struct{})
-	quick := fnTool(t, "lookup", func(_ agent.Context, args map[string]any) (map[string]any, error) {
+	quick := callbackstest.FnTool(t, "lookup", func(_ agent.Context, args map[string]any) (map[string]any, error) {
 		if slowNext.CompareAndSwap(true, false) {
 			entered <- struct{}{}
 			<-release
@@ -222,47 +223,47 @@ func TestBulkheadRejectionsCountOnlyWhenSlowCallsHoldTheSlots(t *testing.T) {
 		&genai.FunctionCall{Name: "lookup", Args: map[string]any{"n": 2}},
 		&genai.FunctionCall{Name: "lookup", Args: map[string]any{"n": 3}},
 	)
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{quick},
-		then: func(r breakertest.Request) breakertest.Step {
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{quick},
+		Then: func(r breakertest.Request) breakertest.Step {
 			if len(r.FunctionResponses()) > 0 {
 				return breakertest.Text("done")
 			}
 			return burst
 		},
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		cfg: callbacks.Config{Bulkheads: map[string]int{"crm": 1}, OnEvent: func(e callbacks.Event) {
+		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Callbacks: callbacks.Config{Bulkheads: map[string]int{"crm": 1}, OnEvent: func(e callbacks.Event) {
 			if e.Kind == callbacks.EventBulkheadRejected || e.Kind == callbacks.EventShortCircuit {
 				rejected <- struct{}{} // the burst's other calls were answered
 			}
 		}},
 	})
-	b := f.breaker(t, "crm")
+	b := f.Breaker(t, "crm")
 	for range 3 {
-		f.run(t, "burst")
+		f.Run(t, "burst")
 	}
-	require.Len(t, f.ev.of(callbacks.EventBulkheadRejected), 6)
+	require.Len(t, f.Events.Of(callbacks.EventBulkheadRejected), 6)
 	require.Equal(t, breaker.Closed, b.State(), "quick calls filled the bulkhead")
 	require.Equal(t, breaker.Counts{Calls: 3}, b.Snapshot().Window)
-	for _, e := range f.ev.of(callbacks.EventBulkheadRejected) {
+	for _, e := range f.Events.Of(callbacks.EventBulkheadRejected) {
 		require.Equal(t, classify.Neutral, e.Verdict)
 	}
 
 	// Now one call hangs and holds the slot for longer than the slow-call age.
 	ctx := context.Background()
 	slowNext.Store(true)
-	sid2, err := f.h.NewSession(ctx)
+	sid2, err := f.Harness.NewSession(ctx)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.h.Run(ctx, sid2, "single")
+		_, err := f.Harness.Run(ctx, sid2, "single")
 		done <- err
 	}()
 	<-entered
-	f.clk.Advance(callbacks.DefaultBulkheadSlowCall + time.Second)
+	f.Clock.Advance(callbacks.DefaultBulkheadSlowCall + time.Second)
 	// Single calls from other sessions are refused; each refusal now counts.
-	single := breakertest.MustNewModel(breakertest.ModelConfig{Then: callsThenText("lookup")})
-	h := harnessWith(t, f.cb, single, quick)
+	single := breakertest.MustNewModel(breakertest.ModelConfig{Then: callbackstest.CallsThenText("lookup")})
+	h := harnessWith(t, f.CB, single, quick)
 	for range 4 {
 		sid, err := h.NewSession(ctx)
 		require.NoError(t, err)
@@ -272,7 +273,7 @@ func TestBulkheadRejectionsCountOnlyWhenSlowCallsHoldTheSlots(t *testing.T) {
 	require.Equal(t, breaker.Open, b.State(), "a bulkhead held by a slow call is evidence against the dependency")
 	close(release)
 	require.NoError(t, <-done)
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // changingTool declares a description that the test changes between steps.
@@ -300,13 +301,13 @@ func TestCachedDeclarationsFollowTheTool(t *testing.T) {
 	ct := &changingTool{}
 	d := "Looks up, version 1."
 	ct.desc.Store(&d)
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{ct}, then: callsThenText("lookup"),
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{ct}, Then: callbackstest.CallsThenText("lookup"),
+		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 	})
-	f.run(t, "one")
-	f.run(t, "two")
-	reqs := f.model.Requests()
+	f.Run(t, "one")
+	f.Run(t, "two")
+	reqs := f.Model.Requests()
 	require.Len(t, reqs, 4)
 	for i, want := range []string{"version 1.", "version 2.", "version 2.", "version 2."} {
 		decl, ok := reqs[i].Declaration("lookup")
@@ -323,16 +324,16 @@ func TestCachedDeclarationsFollowTheTool(t *testing.T) {
 func TestRetryBudgetChargedOnlyForRealRetries(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int64
-	lookup := fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
+	lookup := callbackstest.FnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
 		if runs.Add(1) <= 3 {
 			return nil, classify.UpstreamFailure(0, "the CRM failed")
 		}
 		return map[string]any{"status": "ok"}, nil
 	})
-	rec := &attempts{}
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{lookup},
-		steps: []breakertest.Step{
+	rec := &callbackstest.Attempts{}
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{lookup},
+		Steps: []breakertest.Step{
 			breakertest.Calls(
 				&genai.FunctionCall{Name: "lookup", Args: map[string]any{"id": 1}},
 				&genai.FunctionCall{Name: "lookup", Args: map[string]any{"id": 2}},
@@ -341,21 +342,21 @@ func TestRetryBudgetChargedOnlyForRealRetries(t *testing.T) {
 			breakertest.Call("lookup", map[string]any{"id": 3}),
 			breakertest.Text("done"),
 		},
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		prepare: func(f *fixture, cfg *callbacks.Config) {
-			cfg.Retry = retry.MustNew(retry.Config{Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add},
-				Budgets: retry.MustNewBudgets(retry.BudgetConfig{Clock: f.clk})})
+		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
+			cfg.Retry = retry.MustNew(retry.Config{Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add},
+				Budgets: retry.MustNewBudgets(retry.BudgetConfig{Clock: f.Clock})})
 		},
 	})
-	turn := f.run(t, "look them up")
+	turn := f.Run(t, "look them up")
 	require.Equal(t, int64(4), runs.Load(), "the re-issue reached the tool")
 	rs := turn.FunctionResponses()
 	require.Equal(t, "ok", rs[len(rs)-1].Response["status"])
-	for _, e := range rec.list() {
+	for _, e := range rec.List() {
 		require.False(t, e.Stop == retry.ReasonBudgetExhausted && !e.Retry, "a refusal nobody asked for: %+v", e)
 	}
-	require.Empty(t, f.ev.of(callbacks.EventRetryRefused))
-	f.requireClean(t)
+	require.Empty(t, f.Events.Of(callbacks.EventRetryRefused))
+	f.RequireClean(t)
 }
 
 // Issue 15f and 15g: short-circuit and attempt records carry the invocation ID as
@@ -366,22 +367,22 @@ func TestRecordsCarryInvocationAndBreakerState(t *testing.T) {
 	var logs strings.Builder
 	var mu sync.Mutex
 	logger := slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	rec := &attempts{}
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{fnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return nil, errBoom })},
-		then:  callsThenText("lookup"),
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
+	rec := &callbackstest.Attempts{}
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{callbackstest.FnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) { return nil, errBoom })},
+		Then:  callbackstest.CallsThenText("lookup"),
+		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
 			Policy: breaker.Policy{MinimumCalls: 4, Cooldown: 30 * time.Second, Jitter: -1, Version: "crm-v7"}}},
-		cfg: callbacks.Config{Logger: logger},
-		prepare: func(f *fixture, cfg *callbacks.Config) {
-			cfg.Retry = retry.MustNew(retry.Config{Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add}})
+		Callbacks: callbacks.Config{Logger: logger},
+		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
+			cfg.Retry = retry.MustNew(retry.Config{Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add}})
 		},
 	})
 	var turns []*breakertest.Turn
 	for range 5 { // four failures open the breaker; the fifth call is short-circuited
-		turns = append(turns, f.run(t, "look it up"))
+		turns = append(turns, f.Run(t, "look it up"))
 	}
-	sc := f.ev.of(callbacks.EventShortCircuit)
+	sc := f.Events.Of(callbacks.EventShortCircuit)
 	require.Len(t, sc, 1)
 	last := turns[4]
 	require.Equal(t, last.InvocationID(), sc[0].InvocationID)
@@ -401,7 +402,7 @@ func TestRecordsCarryInvocationAndBreakerState(t *testing.T) {
 	}
 	require.True(t, found, "no short-circuit record in the log")
 
-	evs := rec.list()
+	evs := rec.List()
 	require.NotEmpty(t, evs)
 	for i, e := range evs {
 		require.Equal(t, turns[i].InvocationID(), e.RequestID, "attempt record %d", i)

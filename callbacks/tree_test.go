@@ -18,6 +18,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 )
 
 // researcher is a sub-agent run as a tool: it calls "search" and reports what it got.
@@ -50,11 +51,11 @@ func researchTree(t *testing.T, search tool.Tool) (root, sub *breakertest.Model,
 func TestAgentToolSubAgentsNeedAgentLevelCallbacks(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int64
-	search := fnTool(t, "search", func(agent.Context, map[string]any) (map[string]any, error) {
+	search := callbackstest.FnTool(t, "search", func(agent.Context, map[string]any) (map[string]any, error) {
 		runs.Add(1)
 		return nil, errBoom
 	})
-	depsCfg := dependencymap.Config{Default: policy, Dependencies: map[string]dependencymap.Dependency{"search_api": {Tools: []string{"search"}}}}
+	depsCfg := dependencymap.Config{Default: callbackstest.Policy, Dependencies: map[string]dependencymap.Dependency{"search_api": {Tools: []string{"search"}}}}
 
 	t.Run("plugin alone does not see nested calls", func(t *testing.T) {
 		deps := dependencymap.MustNew(depsCfg)
@@ -107,13 +108,11 @@ func TestAgentToolSubAgentsNeedAgentLevelCallbacks(t *testing.T) {
 }
 
 // atomicEvents collects events from many goroutines.
-type atomicEvents struct{ e events }
+type atomicEvents struct{ e callbackstest.Events }
 
-func (a *atomicEvents) add(ev callbacks.Event) { a.e.add(ev) }
+func (a *atomicEvents) add(ev callbacks.Event) { a.e.Add(ev) }
 func (a *atomicEvents) get() []callbacks.Event {
-	a.e.mu.Lock()
-	defer a.e.mu.Unlock()
-	return append([]callbacks.Event(nil), a.e.all...)
+	return a.e.All()
 }
 
 func TestModelCallbacksAreBundledAndRunOncePerCall(t *testing.T) {

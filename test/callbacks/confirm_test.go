@@ -22,6 +22,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/internal/testenv"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
@@ -111,13 +112,13 @@ func confirmationRequest(t *testing.T, turn *breakertest.Turn) (*genai.FunctionC
 // answer sends the user's answer to a confirmation request the way adk-go expects it:
 // a function response named adk_request_confirmation, with the request's call ID and
 // a ToolConfirmation as its response.
-func answer(t *testing.T, f *fixture, req *genai.FunctionCall, confirmed bool) *breakertest.Turn {
+func answer(t *testing.T, f *callbackstest.Fixture, req *genai.FunctionCall, confirmed bool) *breakertest.Turn {
 	t.Helper()
 	msg := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
 		ID: req.ID, Name: toolconfirmation.FunctionCallName, Response: map[string]any{"confirmed": confirmed},
 	}}}}
 	turn := &breakertest.Turn{}
-	for ev, err := range f.h.Runner.Run(context.Background(), "user", f.sid, msg, agent.RunConfig{}) {
+	for ev, err := range f.Harness.Runner.Run(context.Background(), "user", f.Session, msg, agent.RunConfig{}) {
 		require.NoError(t, err)
 		if ev != nil {
 			turn.Events = append(turn.Events, ev)
@@ -158,28 +159,28 @@ func TestConfirmUnknownReplay(t *testing.T) {
 			var j *journal.Journal
 			var r *retry.Retrier
 			args := map[string]any{"amount": 42, "to": "acct-7"}
-			f := newFixture(t, fixtureConfig{
-				steps: []breakertest.Step{
+			f := callbackstest.New(t, callbackstest.Config{
+				Steps: []breakertest.Step{
 					breakertest.Call("charge", args),
 					breakertest.Call("charge", args), // the model repeats it
 					breakertest.Text("done"),         // after the user's answer
 				},
-				deps: map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
-				cfg:  callbacks.Config{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: true},
-				prepare: func(f *fixture, cfg *callbacks.Config) {
+				Deps:      map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
+				Callbacks: callbacks.Config{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: true},
+				Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 					var err error
-					j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.clk})
+					j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.Clock})
 					require.NoError(t, err)
 					t.Cleanup(func() { _ = j.Close() })
-					r = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk})
+					r = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
 					cfg.Retry, cfg.Journal = r, j
 				},
-				toolsOf: func(f *fixture) []tool.Tool {
-					return []tool.Tool{f.cb.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}
+				ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
+					return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}
 				},
 			})
 
-			turn := f.run(t, "pay acct-7 42")
+			turn := f.Run(t, "pay acct-7 42")
 			keys, charges := srv.requests()
 			require.Len(t, keys, 1, "the repeat was not sent")
 			require.Equal(t, 1, charges)
@@ -191,7 +192,7 @@ func TestConfirmUnknownReplay(t *testing.T) {
 			require.Equal(t, turn.FunctionCalls()[1].ID, orig.ID, "the confirmation is for the repeat")
 			require.Contains(t, conf.Hint, "may already have been carried out")
 			require.False(t, conf.Confirmed)
-			require.Equal(t, 2, f.model.Calls(), "the turn paused for the user's answer")
+			require.Equal(t, 2, f.Model.Calls(), "the turn paused for the user's answer")
 
 			intents, err := j.Intents(t.Context(), journal.Filter{Tool: "charge"})
 			require.NoError(t, err)
@@ -219,7 +220,7 @@ func TestConfirmUnknownReplay(t *testing.T) {
 				require.Contains(t, rfrs[0].Response[payloads.KeyInstruction], "Do not repeat this action")
 			}
 			require.Equal(t, "done", resumed.FinalText())
-			require.Equal(t, 3, f.model.Calls())
+			require.Equal(t, 3, f.Model.Calls())
 
 			got, err := j.Get(t.Context(), first.ID)
 			require.NoError(t, err)
@@ -235,13 +236,13 @@ func TestConfirmUnknownReplay(t *testing.T) {
 			pending, err := j.Pending(t.Context())
 			require.NoError(t, err)
 			require.Len(t, pending, tt.wantPending)
-			refused := f.ev.of(callbacks.EventRetryRefused)
+			refused := f.Events.Of(callbacks.EventRetryRefused)
 			require.Len(t, refused, tt.wantRefused)
 			for _, e := range refused {
 				require.Equal(t, retry.ReasonUnknownOutcome, e.RetryReason)
 			}
 			require.Zero(t, r.Tracking())
-			f.requireClean(t)
+			f.RequireClean(t)
 		})
 	}
 }
@@ -274,24 +275,24 @@ var crashArgs = map[string]any{"amount": 42, "to": "acct-7"}
 
 // crashChargeFixture is the agent both processes run: charge is mutating, with the
 // retry orchestrator and the journal; confirm turns on ConfirmUnknownReplays.
-func crashChargeFixture(t *testing.T, cfg journal.Config, url string, confirm bool, steps ...breakertest.Step) (*fixture, *journal.Journal) {
+func crashChargeFixture(t *testing.T, cfg journal.Config, url string, confirm bool, steps ...breakertest.Step) (*callbackstest.Fixture, *journal.Journal) {
 	t.Helper()
 	var j *journal.Journal
-	f := newFixture(t, fixtureConfig{
-		steps: steps,
-		deps:  map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
-		cfg:   callbacks.Config{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: confirm},
-		prepare: func(f *fixture, c *callbacks.Config) {
+	f := callbackstest.New(t, callbackstest.Config{
+		Steps:     steps,
+		Deps:      map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
+		Callbacks: callbacks.Config{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: confirm},
+		Prepare: func(f *callbackstest.Fixture, c *callbacks.Config) {
 			var err error
-			cfg.Clock = f.clk
+			cfg.Clock = f.Clock
 			j, err = journal.Open(context.Background(), cfg)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = j.Close() })
-			c.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk})
+			c.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
 			c.Journal = j
 		},
-		toolsOf: func(f *fixture) []tool.Tool {
-			return []tool.Tool{f.cb.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, url))}
+		ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
+			return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, url))}
 		},
 	})
 	return f, j
@@ -305,7 +306,7 @@ func TestCrashChildCharge(t *testing.T) {
 	parts := strings.SplitN(spec, "|", 4)
 	f, _ := crashChargeFixture(t, crashJournalConfig(parts[0], parts[1], parts[2]), parts[3], false,
 		breakertest.Call("charge", crashArgs), breakertest.Text("done"))
-	f.run(t, "pay acct-7 42") // killed while the server holds the request
+	f.Run(t, "pay acct-7 42") // killed while the server holds the request
 	t.Fatal("the charge was answered; the parent should have killed this process")
 }
 
@@ -412,7 +413,7 @@ func TestCrashBetweenIntentAndOutcome(t *testing.T) {
 			}
 			// The restarted agent: no operator has looked, and it did not even reconcile yet.
 			f, j := crashChargeFixture(t, cfg, srv.URL+"/charge", false, breakertest.Call("charge", crashArgs), breakertest.Text("done"))
-			turn := f.run(t, "pay acct-7 42")
+			turn := f.Run(t, "pay acct-7 42")
 			require.Equal(t, []any{payloads.TypeOutcomeUnknown}, responseTypes(turn))
 			require.Contains(t, turn.FunctionResponses()[0].Response[payloads.KeyReason], "may already have been carried out")
 			require.Equal(t, []string{key}, srv.requests(), "nothing was sent again")
@@ -427,7 +428,7 @@ func TestCrashBetweenIntentAndOutcome(t *testing.T) {
 
 			// With ConfirmUnknownReplays the user is asked, and confirms.
 			g, j2 := crashChargeFixture(t, cfg, srv.URL+"/charge", true, breakertest.Call("charge", crashArgs), breakertest.Text("done"))
-			turn = g.run(t, "pay acct-7 42")
+			turn = g.Run(t, "pay acct-7 42")
 			require.Equal(t, []string{key}, srv.requests(), "not sent before the user answers")
 			req, _, _ := confirmationRequest(t, turn)
 			resumed := answer(t, g, req, true)
@@ -441,7 +442,7 @@ func TestCrashBetweenIntentAndOutcome(t *testing.T) {
 			for _, in := range intents {
 				require.Equal(t, key, in.IdempotencyKey)
 			}
-			g.requireClean(t)
+			g.RequireClean(t)
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/retry"
@@ -35,26 +36,26 @@ func TestHalfOpenWithItsProbeOutQueuesHighPriorityWork(t *testing.T) {
 	t.Cleanup(func() { _ = j.Close() })
 	var replays atomic.Int64
 	var ctrl *admission.Controller
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{update},
-		then:  callsThenText("update_customer"),
-		deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"update_customer"}}},
-		prepare: func(f *fixture, cfg *callbacks.Config) {
-			ctrl = admission.MustNew(admission.Config{Map: f.deps, Journal: j, Clock: f.clk, Sleeper: &retry.FakeSleeper{Clock: f.clk},
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{update},
+		Then:  callbackstest.CallsThenText("update_customer"),
+		Deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"update_customer"}}},
+		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
+			ctrl = admission.MustNew(admission.Config{Map: f.Deps, Journal: j, Clock: f.Clock, Sleeper: &retry.FakeSleeper{Clock: f.Clock},
 				Replay: func(context.Context, journal.QueueItem) error { replays.Add(1); return nil }})
 			cfg.Admission = ctrl
 			cfg.QueueTools = map[string]callbacks.QueueTool{"update_customer": {MaxWait: 10 * time.Minute, Priority: admission.PriorityHigh}}
 		},
 	})
-	b := f.breaker(t, "crm")
-	trip(t, b)
-	f.clk.Advance(30 * time.Second) // the cooldown is over: the next call is the probe
+	b := f.Breaker(t, "crm")
+	callbackstest.Trip(t, b)
+	f.Clock.Advance(30 * time.Second) // the cooldown is over: the next call is the probe
 
 	// Session A: its call becomes the probe and hangs at the dependency.
 	srv.Set(breakertest.Hang())
 	probeDone := make(chan *breakertest.Turn, 1)
 	go func() {
-		turn, _ := f.h.Run(context.Background(), f.sid, "update customer 41")
+		turn, _ := f.Harness.Run(context.Background(), f.Session, "update customer 41")
 		probeDone <- turn
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -64,9 +65,9 @@ func TestHalfOpenWithItsProbeOutQueuesHighPriorityWork(t *testing.T) {
 	require.Equal(t, 1, b.Snapshot().ProbesInFlight)
 
 	// Session B: high-priority work while the only probe is out.
-	sidB, err := f.h.NewSession(ctx)
+	sidB, err := f.Harness.NewSession(ctx)
 	require.NoError(t, err)
-	turnB, err := f.h.Run(ctx, sidB, "update customer 42")
+	turnB, err := f.Harness.Run(ctx, sidB, "update customer 42")
 	require.NoError(t, err)
 	frs := turnB.FunctionResponses()
 	require.Len(t, frs, 1)
@@ -76,8 +77,8 @@ func TestHalfOpenWithItsProbeOutQueuesHighPriorityWork(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 	require.Equal(t, int64(1), srv.Requests(), "only the probe reached the dependency")
-	require.Len(t, f.ev.of(callbacks.EventQueued), 1)
-	require.Empty(t, f.ev.of(callbacks.EventShortCircuit), "nothing answered 'unavailable'")
+	require.Len(t, f.Events.Of(callbacks.EventQueued), 1)
+	require.Empty(t, f.Events.Of(callbacks.EventShortCircuit), "nothing answered 'unavailable'")
 
 	// The probe succeeds; the breaker closes; the queued call is replayed once.
 	srv.Set(breakertest.OK("ok"))
@@ -93,5 +94,5 @@ func TestHalfOpenWithItsProbeOutQueuesHighPriorityWork(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, items)
 	require.Equal(t, int64(1), srv.Requests(), "the replay is the application's; the dependency saw the probe only")
-	f.requireClean(t)
+	f.RequireClean(t)
 }

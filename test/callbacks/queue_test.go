@@ -19,6 +19,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
@@ -40,28 +41,28 @@ func TestQueuedUntilAnswerThroughTheRunner(t *testing.T) {
 		runs.Add(1)
 		return map[string]any{"status": "ok"}, nil
 	}
-	update := fnTool(t, "update_customer", handler)
-	lookup := fnTool(t, "lookup_customer", handler)
+	update := callbackstest.FnTool(t, "update_customer", handler)
+	lookup := callbackstest.FnTool(t, "lookup_customer", handler)
 	j, err := journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "q.db")}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })
 	args := map[string]any{"id": 42, "tier": "gold"}
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{update, lookup},
-		steps: []breakertest.Step{
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{update, lookup},
+		Steps: []breakertest.Step{
 			breakertest.Call("update_customer", args),
 			breakertest.Call("lookup_customer", map[string]any{"id": 42}),
 			breakertest.Text("done"),
 		},
-		deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"update_customer", "lookup_customer"}}},
-		prepare: func(f *fixture, cfg *callbacks.Config) {
-			cfg.Admission = admission.MustNew(admission.Config{Map: f.deps, Journal: j, Clock: f.clk,
+		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"update_customer", "lookup_customer"}}},
+		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
+			cfg.Admission = admission.MustNew(admission.Config{Map: f.Deps, Journal: j, Clock: f.Clock,
 				Replay: func(context.Context, journal.QueueItem) error { return nil }})
 			cfg.QueueTools = map[string]callbacks.QueueTool{"update_customer": {MaxWait: 10 * time.Minute}}
 		},
 	})
-	f.clk.Set(time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC))
-	b := f.breaker(t, "crm")
+	f.Clock.Set(time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC))
+	b := f.Breaker(t, "crm")
 	for range 4 { // trip it: 4 failures of 4 calls
 		p, err := b.Allow()
 		require.NoError(t, err)
@@ -69,7 +70,7 @@ func TestQueuedUntilAnswerThroughTheRunner(t *testing.T) {
 	}
 	require.Equal(t, breaker.Open, b.State())
 
-	turn := f.run(t, "upgrade customer 42")
+	turn := f.Run(t, "upgrade customer 42")
 	require.Zero(t, runs.Load(), "neither tool ran")
 	frs := turn.FunctionResponses()
 	require.Len(t, frs, 2)
@@ -87,9 +88,9 @@ func TestQueuedUntilAnswerThroughTheRunner(t *testing.T) {
 	require.Equal(t, q[callbacks.KeyQueueItemID], items[0].ID)
 	require.Equal(t, "update_customer", items[0].Tool)
 	require.JSONEq(t, `{"id":42,"tier":"gold"}`, string(items[0].Payload), "the arguments travel with the item for its replay")
-	require.Len(t, f.ev.of(callbacks.EventQueued), 1)
-	require.Len(t, f.ev.of(callbacks.EventShortCircuit), 1)
-	f.requireClean(t)
+	require.Len(t, f.Events.Of(callbacks.EventQueued), 1)
+	require.Len(t, f.Events.Of(callbacks.EventShortCircuit), 1)
+	f.RequireClean(t)
 }
 
 func TestQueueConfigErrors(t *testing.T) {
@@ -180,37 +181,37 @@ func replayTo(u string) func(ctx context.Context, it journal.QueueItem) error {
 // queueFixture is an agent whose charge tool is mutating and queued while payments'
 // breaker (which trips on one failure) is open, with a retry orchestrator, a journal
 // and an admission controller replaying to srv.
-func queueFixture(t *testing.T, srv *paymentsServer, fc fixtureConfig) (*fixture, *journal.Journal, *admission.Controller) {
+func queueFixture(t *testing.T, srv *paymentsServer, fc callbackstest.Config) (*callbackstest.Fixture, *journal.Journal, *admission.Controller) {
 	t.Helper()
 	var j *journal.Journal
 	var ctrl *admission.Controller
-	fc.deps = map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"},
+	fc.Deps = map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"},
 		Policy: breaker.Policy{MinimumCalls: 1, Cooldown: 30 * time.Second, Jitter: -1}}}
-	fc.cfg = callbacks.Config{MutatingTools: []string{"charge"}}
-	fc.prepare = func(f *fixture, cfg *callbacks.Config) {
+	fc.Callbacks = callbacks.Config{MutatingTools: []string{"charge"}}
+	fc.Prepare = func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 		var err error
-		j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.clk})
+		j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.Clock})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = j.Close() })
-		ctrl = admission.MustNew(admission.Config{Map: f.deps, Journal: j, Clock: f.clk, Sleeper: &retry.FakeSleeper{Clock: f.clk},
+		ctrl = admission.MustNew(admission.Config{Map: f.Deps, Journal: j, Clock: f.Clock, Sleeper: &retry.FakeSleeper{Clock: f.Clock},
 			Replay: replayTo(srv.URL + "/charge")})
-		cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk})
+		cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
 		cfg.Journal, cfg.Admission = j, ctrl
 		cfg.QueueTools = map[string]callbacks.QueueTool{"charge": {MaxWait: time.Hour}}
 	}
-	fc.toolsOf = func(f *fixture) []tool.Tool {
-		return []tool.Tool{f.cb.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}
+	fc.ToolsOf = func(f *callbackstest.Fixture) []tool.Tool {
+		return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}
 	}
-	f := newFixture(t, fc)
+	f := callbackstest.New(t, fc)
 	return f, j, ctrl
 }
 
 // recover closes payments' breaker the way traffic would: the cooldown passes and a
 // probe succeeds.
-func recoverBreaker(t *testing.T, f *fixture) {
+func recoverBreaker(t *testing.T, f *callbackstest.Fixture) {
 	t.Helper()
-	f.clk.Advance(31 * time.Second)
-	b := f.breaker(t, "payments")
+	f.Clock.Advance(31 * time.Second)
+	b := f.Breaker(t, "payments")
 	if b.State() == breaker.Closed {
 		return
 	}
@@ -228,13 +229,13 @@ func TestUnknownChargeIsNotQueuedTwice(t *testing.T) {
 	t.Parallel()
 	srv := newPaymentsServer(t, true)
 	args := map[string]any{"amount": 42, "to": "acct-7"}
-	f, j, ctrl := queueFixture(t, srv, fixtureConfig{steps: []breakertest.Step{
+	f, j, ctrl := queueFixture(t, srv, callbackstest.Config{Steps: []breakertest.Step{
 		breakertest.Call("charge", args), breakertest.Call("charge", args), breakertest.Text("done"),
 	}})
-	turn := f.run(t, "pay acct-7 42")
+	turn := f.Run(t, "pay acct-7 42")
 	require.Equal(t, []any{payloads.TypeOutcomeUnknown, payloads.TypeOutcomeUnknown}, responseTypes(turn))
-	require.Equal(t, breaker.Open, f.breaker(t, "payments").State(), "the UNKNOWN outcome counted")
-	require.Empty(t, f.ev.of(callbacks.EventQueued), "not queued")
+	require.Equal(t, breaker.Open, f.Breaker(t, "payments").State(), "the UNKNOWN outcome counted")
+	require.Empty(t, f.Events.Of(callbacks.EventQueued), "not queued")
 
 	recoverBreaker(t, f)
 	rep, err := ctrl.Drain(t.Context(), "payments")
@@ -246,7 +247,7 @@ func TestUnknownChargeIsNotQueuedTwice(t *testing.T) {
 	items, err := j.Queued(t.Context(), "", 0)
 	require.NoError(t, err)
 	require.Empty(t, items)
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // TestQueuedChargeKeepsItsOperationsKey is issue 14a's second half: a charge queued
@@ -257,9 +258,9 @@ func TestQueuedChargeKeepsItsOperationsKey(t *testing.T) {
 	t.Parallel()
 	srv := newPaymentsServer(t, false)
 	args := map[string]any{"amount": 42, "to": "acct-7"}
-	var f *fixture
+	var f *callbackstest.Fixture
 	step := 0
-	f, _, ctrl := queueFixture(t, srv, fixtureConfig{then: func(breakertest.Request) breakertest.Step {
+	f, _, ctrl := queueFixture(t, srv, callbackstest.Config{Then: func(breakertest.Request) breakertest.Step {
 		step++
 		switch step {
 		case 1:
@@ -270,13 +271,13 @@ func TestQueuedChargeKeepsItsOperationsKey(t *testing.T) {
 		}
 		return breakertest.Text("done")
 	}})
-	b := f.breaker(t, "payments")
+	b := f.Breaker(t, "payments")
 	p, err := b.Allow()
 	require.NoError(t, err)
 	p.Failure()
 	require.Equal(t, breaker.Open, b.State())
 
-	turn := f.run(t, "pay acct-7 42")
+	turn := f.Run(t, "pay acct-7 42")
 	frs := turn.FunctionResponses()
 	require.Len(t, frs, 2)
 	require.Equal(t, callbacks.TypeQueued, frs[0].Response[payloads.KeyResponseType])
@@ -289,5 +290,5 @@ func TestQueuedChargeKeepsItsOperationsKey(t *testing.T) {
 	require.Len(t, keys, 2, "the model's call and the queue's replay")
 	require.Equal(t, keys[0], keys[1], "the queued item carries its operation's key")
 	require.Equal(t, 1, charges, "charged once")
-	f.requireClean(t)
+	f.RequireClean(t)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
@@ -127,7 +128,7 @@ func httpTool(t *testing.T, name, method, u string) tool.Tool {
 	base := &http.Transport{DisableKeepAlives: true} // a dropped connection is never retried on a reused one
 	t.Cleanup(base.CloseIdleConnections)
 	client := &http.Client{Transport: httptransport.MustNew(httptransport.Config{Base: base})}
-	return fnTool(t, name, func(ctx agent.Context, args map[string]any) (map[string]any, error) {
+	return callbackstest.FnTool(t, name, func(ctx agent.Context, args map[string]any) (map[string]any, error) {
 		body, _ := json.Marshal(args)
 		req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(string(body)))
 		if err != nil {
@@ -163,31 +164,31 @@ func TestRetryUnknownMutationJournaledNotRetriedAndSettledAfterRestart(t *testin
 	t.Parallel()
 	srv := newDropServer(t)
 	path := filepath.Join(t.TempDir(), "journal.db")
-	var f *fixture
+	var f *callbackstest.Fixture
 	var j1 *journal.Journal
-	rec := &attempts{}
+	rec := &callbackstest.Attempts{}
 	var r *retry.Retrier
 	args := map[string]any{"amount": 42, "to": "acct-7"}
-	f = newFixture(t, fixtureConfig{
-		steps: []breakertest.Step{
+	f = callbackstest.New(t, callbackstest.Config{
+		Steps: []breakertest.Step{
 			breakertest.Call("charge", args),
 			breakertest.Call("charge", args), // the model repeats it
 			breakertest.Text("done"),
 		},
-		deps: map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
-		cfg:  callbacks.Config{MutatingTools: []string{"charge"}},
-		prepare: func(f *fixture, cfg *callbacks.Config) {
+		Deps:      map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
+		Callbacks: callbacks.Config{MutatingTools: []string{"charge"}},
+		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 			var err error
-			j1, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.clk})
+			j1, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.Clock})
 			require.NoError(t, err)
-			r = retry.MustNew(retry.Config{Journal: j1.ForRetry(), Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add}})
+			r = retry.MustNew(retry.Config{Journal: j1.ForRetry(), Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add}})
 			cfg.Retry, cfg.Journal = r, j1
 		},
-		toolsOf: func(f *fixture) []tool.Tool {
-			return []tool.Tool{f.cb.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}
+		ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
+			return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}
 		},
 	})
-	turn := f.run(t, "pay acct-7 42")
+	turn := f.Run(t, "pay acct-7 42")
 
 	charges, _, keys := srv.counts()
 	require.Equal(t, 1, charges, "the mutation reached the server once")
@@ -197,12 +198,12 @@ func TestRetryUnknownMutationJournaledNotRetriedAndSettledAfterRestart(t *testin
 		require.Equal(t, false, fr.Response["retry_advised"])
 		require.Contains(t, fr.Response["instruction"], "Do not repeat this action")
 	}
-	refused := f.ev.of(callbacks.EventRetryRefused)
+	refused := f.Events.Of(callbacks.EventRetryRefused)
 	require.Len(t, refused, 1)
 	require.Equal(t, retry.ReasonUnknownOutcome, refused[0].RetryReason)
 
 	// One attempt was made; the re-issue was refused as the same, ended operation.
-	recs := rec.list()
+	recs := rec.List()
 	require.Len(t, recs, 1)
 	require.Equal(t, classify.Unknown, recs[0].Outcome)
 	require.Equal(t, retry.ReasonUnknownOutcome, recs[0].Stop)
@@ -220,11 +221,11 @@ func TestRetryUnknownMutationJournaledNotRetriedAndSettledAfterRestart(t *testin
 	require.NoError(t, err)
 	require.Equal(t, hash, in.ArgsHash)
 	require.Zero(t, r.Tracking(), "Forget ran at the end of the run")
-	f.requireClean(t)
+	f.RequireClean(t)
 	require.NoError(t, j1.Close()) // the process stops
 
-	f.clk.Advance(5 * time.Minute)
-	j2, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.clk,
+	f.Clock.Advance(5 * time.Minute)
+	j2, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.Clock,
 		Lookups: map[string]journal.StatusLookup{"payments": srv.statusLookup}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j2.Close() })
@@ -259,25 +260,25 @@ func TestRetryModelReissuesShareOneOperation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := newDropServer(t, "drop", "drop", "drop", "drop")
-			rec := &attempts{}
+			rec := &callbackstest.Attempts{}
 			var r *retry.Retrier
 			args := map[string]any{"sku": "A-1"}
 			call := breakertest.Call("lookup_price", args)
-			f := newFixture(t, fixtureConfig{
-				steps: []breakertest.Step{call, call, call, call, breakertest.Text("done")},
-				deps:  map[string]dependencymap.Dependency{"pricing": {Tools: []string{"lookup_price"}}},
-				prepare: func(f *fixture, cfg *callbacks.Config) {
+			f := callbackstest.New(t, callbackstest.Config{
+				Steps: []breakertest.Step{call, call, call, call, breakertest.Text("done")},
+				Deps:  map[string]dependencymap.Dependency{"pricing": {Tools: []string{"lookup_price"}}},
+				Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 					b := tt.budget
-					b.Clock = f.clk
-					r = retry.MustNew(retry.Config{Clock: f.clk, Budgets: retry.MustNewBudgets(b),
-						OnAttempt: []func(context.Context, retry.Event){rec.add}})
+					b.Clock = f.Clock
+					r = retry.MustNew(retry.Config{Clock: f.Clock, Budgets: retry.MustNewBudgets(b),
+						OnAttempt: []func(context.Context, retry.Event){rec.Add}})
 					cfg.Retry = r
 				},
-				toolsOf: func(f *fixture) []tool.Tool {
-					return []tool.Tool{f.cb.MustWithIdempotencyKey(httpTool(t, "lookup_price", http.MethodGet, srv.URL+"/lookup"))}
+				ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
+					return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "lookup_price", http.MethodGet, srv.URL+"/lookup"))}
 				},
 			})
-			turn := f.run(t, "price of A-1?")
+			turn := f.Run(t, "price of A-1?")
 
 			_, lookups, keys := srv.counts()
 			require.Equal(t, tt.wantRequests, lookups, "requests that reached the server")
@@ -289,14 +290,14 @@ func TestRetryModelReissuesShareOneOperation(t *testing.T) {
 			for _, rt := range types[tt.wantRequests:] {
 				require.Equal(t, payloads.TypeBudgetExhausted, rt)
 			}
-			refused := f.ev.of(callbacks.EventRetryRefused)
+			refused := f.Events.Of(callbacks.EventRetryRefused)
 			require.Len(t, refused, 4-tt.wantRequests)
 			require.Equal(t, tt.wantReason, refused[0].RetryReason)
 
 			// The model asks again after the operation ended (by the budget, issue 12b, or
 			// by the attempt cap): one record more, of the attempt never sent, once
 			// however often it asks, with the state of the breaker that admitted it.
-			recs := rec.list()
+			recs := rec.List()
 			require.Len(t, recs, tt.wantRequests+1)
 			refusal := recs[len(recs)-1]
 			require.Equal(t, classify.FailedBeforeSend, refusal.Outcome)
@@ -316,7 +317,7 @@ func TestRetryModelReissuesShareOneOperation(t *testing.T) {
 			}
 			require.NotEmpty(t, keys[0])
 			require.Zero(t, r.Tracking())
-			f.requireClean(t)
+			f.RequireClean(t)
 		})
 	}
 }
@@ -342,44 +343,44 @@ func TestRetryConfigErrors(t *testing.T) {
 func TestRetryCallStoppedByALaterPluginIsNotAnAttempt(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int64
-	send := fnTool(t, "send_email", func(agent.Context, map[string]any) (map[string]any, error) {
+	send := callbackstest.FnTool(t, "send_email", func(agent.Context, map[string]any) (map[string]any, error) {
 		runs.Add(1)
 		return map[string]any{"status": "ok"}, nil
 	})
 	var stopped atomic.Bool
-	confirm := mustPlugin(t, plugin.Config{Name: "confirm", BeforeToolCallback: func(agent.Context, tool.Tool, map[string]any) (map[string]any, error) {
+	confirm := callbackstest.MustPlugin(t, plugin.Config{Name: "confirm", BeforeToolCallback: func(agent.Context, tool.Tool, map[string]any) (map[string]any, error) {
 		if stopped.CompareAndSwap(false, true) {
 			return map[string]any{"status": "needs_confirmation"}, nil
 		}
 		return nil, nil
 	}})
-	rec := &attempts{}
+	rec := &callbackstest.Attempts{}
 	args := map[string]any{"to": "a@example.com"}
-	f := newFixture(t, fixtureConfig{
-		tools:  []tool.Tool{send},
-		steps:  []breakertest.Step{breakertest.Call("send_email", args), breakertest.Call("send_email", args), breakertest.Text("done")},
-		deps:   map[string]dependencymap.Dependency{"mail": {Tools: []string{"send_email"}}},
-		cfg:    callbacks.Config{MutatingTools: []string{"send_email"}},
-		after:  []*plugin.Plugin{confirm},
-		marker: true,
-		prepare: func(f *fixture, cfg *callbacks.Config) {
-			cfg.Retry = retry.MustNew(retry.Config{Clock: f.clk, Policy: retry.Policy{MaxAttempts: 1},
-				OnAttempt: []func(context.Context, retry.Event){rec.add}})
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools:     []tool.Tool{send},
+		Steps:     []breakertest.Step{breakertest.Call("send_email", args), breakertest.Call("send_email", args), breakertest.Text("done")},
+		Deps:      map[string]dependencymap.Dependency{"mail": {Tools: []string{"send_email"}}},
+		Callbacks: callbacks.Config{MutatingTools: []string{"send_email"}},
+		After:     []*plugin.Plugin{confirm},
+		Marker:    true,
+		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
+			cfg.Retry = retry.MustNew(retry.Config{Clock: f.Clock, Policy: retry.Policy{MaxAttempts: 1},
+				OnAttempt: []func(context.Context, retry.Event){rec.Add}})
 		},
 	})
-	turn := f.run(t, "send it")
+	turn := f.Run(t, "send it")
 	require.Equal(t, int64(1), runs.Load())
 	frs := turn.FunctionResponses()
 	require.Len(t, frs, 2)
 	require.Equal(t, "needs_confirmation", frs[0].Response["status"])
 	require.Equal(t, "ok", frs[1].Response["status"])
-	require.Empty(t, f.ev.of(callbacks.EventRetryRefused))
-	recs := rec.list()
+	require.Empty(t, f.Events.Of(callbacks.EventRetryRefused))
+	recs := rec.List()
 	require.Len(t, recs, 2)
 	require.False(t, recs[0].Dispatched)
 	require.Equal(t, 1, recs[1].Attempt)
 	require.Equal(t, retry.ReasonSucceeded, recs[1].Stop)
-	f.requireClean(t)
+	f.RequireClean(t)
 }
 
 // TestReadRetriedAfterTimeoutLeavesNoBacklog is issue 18f through the real runner: a
@@ -391,22 +392,22 @@ func TestReadRetriedAfterTimeoutLeavesNoBacklog(t *testing.T) {
 	srv := newPaymentsServer(t, true) // drops the first request of each key
 	args := map[string]any{"customer": 7}
 	var j *journal.Journal
-	f := newFixture(t, fixtureConfig{
-		steps: []breakertest.Step{breakertest.Call("lookup", args), breakertest.Call("lookup", args), breakertest.Text("done")},
-		deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		prepare: func(f *fixture, cfg *callbacks.Config) {
+	f := callbackstest.New(t, callbackstest.Config{
+		Steps: []breakertest.Step{breakertest.Call("lookup", args), breakertest.Call("lookup", args), breakertest.Text("done")},
+		Deps:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 			var err error
-			j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.clk})
+			j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.Clock})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = j.Close() })
-			cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk})
+			cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
 			cfg.Journal = j
 		},
-		toolsOf: func(f *fixture) []tool.Tool {
-			return []tool.Tool{f.cb.MustWithIdempotencyKey(httpTool(t, "lookup", http.MethodPost, srv.URL+"/lookup"))}
+		ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
+			return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "lookup", http.MethodPost, srv.URL+"/lookup"))}
 		},
 	})
-	turn := f.run(t, "who is customer 7?")
+	turn := f.Run(t, "who is customer 7?")
 	frs := turn.FunctionResponses()
 	require.Len(t, frs, 2)
 	require.Equal(t, payloads.TypeFailed, frs[0].Response["response_type"], "the first attempt's answer was lost")
@@ -426,5 +427,5 @@ func TestReadRetriedAfterTimeoutLeavesNoBacklog(t *testing.T) {
 		states[in.Attempt] = in.State
 	}
 	require.Equal(t, map[int]journal.State{1: journal.StateSuperseded, 2: journal.StateSucceeded}, states)
-	f.requireClean(t)
+	f.RequireClean(t)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
@@ -54,7 +55,7 @@ func TestTransportClassificationIsHonoured(t *testing.T) {
 	t.Parallel()
 	base := &poolWait{}
 	client := &http.Client{Transport: httptransport.MustNew(httptransport.Config{Base: base, Timeout: 5 * time.Second, AfterFunc: base.afterFunc})}
-	charge := fnTool(t, "charge", func(ctx agent.Context, _ map[string]any) (map[string]any, error) {
+	charge := callbackstest.FnTool(t, "charge", func(ctx agent.Context, _ map[string]any) (map[string]any, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://payments.invalid/charge", nil)
 		if err != nil {
 			return nil, err
@@ -66,24 +67,24 @@ func TestTransportClassificationIsHonoured(t *testing.T) {
 		_ = resp.Body.Close()
 		return map[string]any{"status": "ok"}, nil
 	})
-	rec := &attempts{}
+	rec := &callbackstest.Attempts{}
 	var j *journal.Journal
 	args := map[string]any{"amount": 42}
-	f := newFixture(t, fixtureConfig{
-		tools: []tool.Tool{charge},
-		steps: []breakertest.Step{breakertest.Call("charge", args), breakertest.Call("charge", args), breakertest.Text("done")},
-		deps:  map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
-		cfg:   callbacks.Config{MutatingTools: []string{"charge"}},
-		prepare: func(f *fixture, cfg *callbacks.Config) {
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools:     []tool.Tool{charge},
+		Steps:     []breakertest.Step{breakertest.Call("charge", args), breakertest.Call("charge", args), breakertest.Text("done")},
+		Deps:      map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
+		Callbacks: callbacks.Config{MutatingTools: []string{"charge"}},
+		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 			var err error
-			j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.clk})
+			j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.Clock})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = j.Close() })
-			cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.clk, OnAttempt: []func(context.Context, retry.Event){rec.add}})
+			cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add}})
 			cfg.Journal = j
 		},
 	})
-	turn := f.run(t, "charge it")
+	turn := f.Run(t, "charge it")
 	pending, _, err := j.Backlog(context.Background())
 	require.NoError(t, err)
 	require.Zero(t, pending, "nothing journaled for an operator: the first attempt provably never left")
@@ -92,12 +93,12 @@ func TestTransportClassificationIsHonoured(t *testing.T) {
 	require.Len(t, rs, 2)
 	require.NotEqual(t, payloads.TypeOutcomeUnknown, rs[0].Response["response_type"])
 	require.Equal(t, "ok", rs[1].Response["status"])
-	out := f.ev.of(callbacks.EventCallOutcome)
+	out := f.Events.Of(callbacks.EventCallOutcome)
 	require.Len(t, out, 2)
 	require.Equal(t, classify.FailedBeforeSend, out[0].Outcome)
 	require.Equal(t, classify.ClassConnectTimeout, out[0].Class)
-	evs := rec.list()
+	evs := rec.List()
 	require.NotEmpty(t, evs)
 	require.Equal(t, classify.FailedBeforeSend, evs[0].Outcome)
-	f.requireClean(t)
+	f.RequireClean(t)
 }
