@@ -424,13 +424,6 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 	if kind == 0 {
 		return
 	}
-	now := c.nanos()
-	e := Event{Kind: kind, At: c.timeOf(now), Dependency: cl.dep, Tool: cl.tool, CallID: cl.ctx.FunctionCallID(), InvocationID: inv.id,
-		Outcome: cls.Outcome, Class: cls.Class, Verdict: cls.Verdict, BreakerState: cl.breaker.State(),
-		PolicyVersion: cl.breaker.Policy().Version, Elapsed: time.Duration(max(now-cl.start, 0)), StatusCode: cls.StatusCode}
-	if text != "" {
-		e.Upstream = c.cfg.Redaction.Redactor.Fingerprint(text)
-	}
 	level, msg := slog.LevelDebug, "agentbreaker: tool call finished"
 	switch {
 	case kind == EventOrphanReleased:
@@ -439,6 +432,16 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 		level, msg = slog.LevelWarn, "agentbreaker: a plugin registered before agentbreaker hid a tool error; register agentbreaker first"
 	case cls.Verdict == classify.Counts:
 		level, msg = slog.LevelInfo, "agentbreaker: tool call failed"
+	}
+	if c.onEvent == nil && !(sent && c.obs != nil) && !c.log.Enabled(ctx, level) {
+		return // nobody reads the record: a healthy call with no hook, observer or debug log
+	}
+	now := c.nanos()
+	e := Event{Kind: kind, At: c.timeOf(now), Dependency: cl.dep, Tool: cl.tool, CallID: cl.ctx.FunctionCallID(), InvocationID: inv.id,
+		Outcome: cls.Outcome, Class: cls.Class, Verdict: cls.Verdict, BreakerState: cl.breaker.State(),
+		PolicyVersion: cl.breaker.Policy().Version, Elapsed: time.Duration(max(now-cl.start, 0)), StatusCode: cls.StatusCode}
+	if text != "" {
+		e.Upstream = c.cfg.Redaction.Redactor.Fingerprint(text)
 	}
 	if text != "" {
 		c.emit(ctx, e, level, msg, c.upstreamAttr(text))
