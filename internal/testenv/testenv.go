@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"strings"
 	"sync"
@@ -57,4 +58,30 @@ func PostgresDSNUnchecked() string {
 		return dsn
 	}
 	return DefaultPostgresDSN
+}
+
+// JournalTables names the tables a journal creates under its prefix.
+var JournalTables = []string{"intents", "queue", "commits", "schema_migrations"}
+
+// PostgresJournalPrefix returns a table prefix of its own for one test on the shared
+// test PostgreSQL (tests and runs in parallel stay apart), and drops the journal's
+// tables under it when the test ends. The server must have been checked with
+// PostgresDSN.
+func PostgresJournalPrefix(t testing.TB) string {
+	t.Helper()
+	prefix := "t" + strings.ToLower(rand.Text()[:12]) + "_"
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), PostgresDSNUnchecked())
+		if err != nil {
+			t.Errorf("dropping the test tables %s*: %v", prefix, err)
+			return
+		}
+		defer c.Close(context.Background())
+		for _, tbl := range JournalTables {
+			if _, err := c.Exec(context.Background(), "DROP TABLE IF EXISTS "+prefix+tbl); err != nil {
+				t.Errorf("dropping %s%s: %v", prefix, tbl, err)
+			}
+		}
+	})
+	return prefix
 }

@@ -2,9 +2,7 @@ package admission_test
 
 import (
 	"context"
-	"crypto/rand"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +18,6 @@ import (
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/retry"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,18 +29,7 @@ func journalConfigs(t *testing.T) map[string]func(t *testing.T) journal.Config {
 		},
 		"postgres": func(t *testing.T) journal.Config {
 			dsn := testenv.PostgresDSN(t)
-			prefix := "adm" + strings.ToLower(rand.Text()[:10]) + "_"
-			t.Cleanup(func() {
-				c, err := pgx.Connect(context.Background(), dsn)
-				if err != nil {
-					t.Errorf("dropping %s tables: %v", prefix, err)
-					return
-				}
-				defer c.Close(context.Background())
-				for _, tbl := range []string{"intents", "queue", "commits", "schema_migrations"} {
-					_, _ = c.Exec(context.Background(), "DROP TABLE IF EXISTS "+prefix+tbl)
-				}
-			})
+			prefix := testenv.PostgresJournalPrefix(t)
 			return journal.Config{Backend: postgres.Backend{DSN: dsn}, Prefix: prefix, HashKey: []byte("admission-test-secret-0123")}
 		},
 	}

@@ -3,7 +3,6 @@ package callbacks_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net"
@@ -368,18 +367,7 @@ func TestCrashBetweenIntentAndOutcome(t *testing.T) {
 		},
 		"postgres": func(t *testing.T) target {
 			dsn := testenv.PostgresDSN(t)
-			prefix := "cb" + strings.ToLower(rand.Text()[:10]) + "_"
-			t.Cleanup(func() {
-				c, err := pgx.Connect(context.Background(), dsn)
-				if err != nil {
-					t.Errorf("dropping %s tables: %v", prefix, err)
-					return
-				}
-				defer c.Close(context.Background())
-				for _, tbl := range []string{"intents", "queue", "commits", "schema_migrations"} {
-					_, _ = c.Exec(context.Background(), "DROP TABLE IF EXISTS "+prefix+tbl)
-				}
-			})
+			prefix := testenv.PostgresJournalPrefix(t)
 			return target{"postgres", dsn, prefix}
 		},
 	}

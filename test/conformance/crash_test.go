@@ -3,7 +3,6 @@ package conformance_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -105,8 +104,7 @@ func TestCase5CrashAfterIntentBeforeOutcome(t *testing.T) {
 		},
 		"postgres": func(t *testing.T) crashTarget {
 			dsn := testenv.PostgresDSN(t)
-			prefix := "conf" + strings.ToLower(rand.Text()[:10]) + "_"
-			t.Cleanup(func() { dropTables(t, dsn, prefix) })
+			prefix := testenv.PostgresJournalPrefix(t)
 			return crashTarget{"postgres", dsn, prefix}
 		},
 	}
@@ -264,17 +262,4 @@ func waitForLease(t *testing.T, tg crashTarget) {
 	require.NoError(t, err)
 	_, err = c.Exec(t.Context(), "SELECT pg_advisory_unlock($1)", k)
 	require.NoError(t, err)
-}
-
-// dropTables removes a test's journal tables from the shared database.
-func dropTables(t *testing.T, dsn, prefix string) {
-	c, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Errorf("dropping %s tables: %v", prefix, err)
-		return
-	}
-	defer c.Close(context.Background())
-	for _, tbl := range []string{"intents", "queue", "commits", "schema_migrations"} {
-		_, _ = c.Exec(context.Background(), "DROP TABLE IF EXISTS "+prefix+tbl)
-	}
 }

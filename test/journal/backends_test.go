@@ -2,10 +2,8 @@ package journal_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,8 +68,7 @@ var backends = []backend{
 		name: "postgres",
 		config: func(t testing.TB) journal.Config {
 			dsn := testenv.PostgresDSN(t)
-			prefix := uniquePrefix()
-			t.Cleanup(func() { dropPrefix(t, prefix) })
+			prefix := testenv.PostgresJournalPrefix(t)
 			return journal.Config{Backend: postgres.Backend{DSN: dsn}, Prefix: prefix, HashKey: testKey}
 		},
 		raw: func(t testing.TB, cfg journal.Config, stmt string, args ...any) {
@@ -98,23 +95,6 @@ var backends = []backend{
 			return out
 		},
 	},
-}
-
-// uniquePrefix keeps parallel tests (and runs) on the shared server apart.
-func uniquePrefix() string { return "t" + strings.ToLower(rand.Text()[:12]) + "_" }
-
-func dropPrefix(t testing.TB, prefix string) {
-	c, err := pgx.Connect(context.Background(), testenv.PostgresDSNUnchecked())
-	if err != nil {
-		t.Errorf("dropping test tables %s: %v", prefix, err)
-		return
-	}
-	defer c.Close(context.Background())
-	for _, tbl := range []string{"intents", "queue", "commits", "schema_migrations"} {
-		if _, err := c.Exec(context.Background(), "DROP TABLE IF EXISTS "+prefix+tbl); err != nil {
-			t.Errorf("dropping %s%s: %v", prefix, tbl, err)
-		}
-	}
 }
 
 // open opens a journal and closes it when the test ends.

@@ -2,10 +2,8 @@ package faulttest_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
@@ -14,7 +12,6 @@ import (
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -43,25 +40,10 @@ var backends = []backend{
 		name: "postgres",
 		config: func(t testing.TB) journal.Config {
 			dsn := testenv.PostgresDSN(t)
-			prefix := "t" + strings.ToLower(rand.Text()[:12]) + "_" // apart from parallel tests and runs
-			t.Cleanup(func() { dropPrefix(t, prefix) })
+			prefix := testenv.PostgresJournalPrefix(t)
 			return journal.Config{Backend: postgres.Backend{DSN: dsn}, Prefix: prefix, HashKey: []byte("0123456789abcdef-journal-tests")}
 		},
 	},
-}
-
-func dropPrefix(t testing.TB, prefix string) {
-	c, err := pgx.Connect(context.Background(), testenv.PostgresDSNUnchecked())
-	if err != nil {
-		t.Errorf("dropping test tables %s: %v", prefix, err)
-		return
-	}
-	defer c.Close(context.Background())
-	for _, tbl := range []string{"intents", "queue", "commits", "schema_migrations"} {
-		if _, err := c.Exec(context.Background(), "DROP TABLE IF EXISTS "+prefix+tbl); err != nil {
-			t.Errorf("dropping %s%s: %v", prefix, tbl, err)
-		}
-	}
 }
 
 // open opens a journal and closes it when the test ends.
