@@ -1,12 +1,10 @@
 package callbacks_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
+	"github.com/agentbreaker/agentbreaker/internal/syncbuf"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
@@ -165,24 +164,6 @@ func TestHookPanicsAreRecovered(t *testing.T) {
 	require.Zero(t, cb.Stats().InFlight)
 }
 
-// lockedBuffer is a log sink safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestHostileUpstreamBodiesReachOnlyTheLog(t *testing.T) {
 	t.Parallel()
 	bodies := []string{
@@ -199,7 +180,7 @@ func TestHostileUpstreamBodiesReachOnlyTheLog(t *testing.T) {
 			leaky := callbackstest.FnTool(t, "enrich", func(agent.Context, map[string]any) (map[string]any, error) {
 				return map[string]any{"status": "error", "status_code": 503, "message": body}, nil
 			})
-			var logs lockedBuffer
+			var logs syncbuf.Buffer
 			f := callbackstest.New(t, callbackstest.Config{
 				Tools: []tool.Tool{leaky}, Then: callbackstest.CallsThenText("enrich"),
 				Deps:      map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
@@ -229,7 +210,7 @@ func TestHostileUpstreamBodiesReachOnlyTheLog(t *testing.T) {
 
 func TestLogRecordsUseStableKeys(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	f := callbackstest.New(t, callbackstest.Config{
 		Tools: []tool.Tool{okTool(t, "lookup")}, Then: callbackstest.CallsThenText("lookup"),
 		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},

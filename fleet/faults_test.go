@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,25 +13,8 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/fleet"
 	"github.com/agentbreaker/agentbreaker/internal/faultproxy"
+	"github.com/agentbreaker/agentbreaker/internal/syncbuf"
 )
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Faults between the replicas and Redis (cut, reset, black hole, delay past the
 // timeout): calls keep being answered by the local breakers without an error or a
@@ -57,7 +39,7 @@ func TestRedisFaultsLeaveCallsLocalAndReplicasConverge(t *testing.T) {
 			require.NoError(t, err)
 			defer proxy.Close()
 			const interval, opTimeout = 100 * time.Millisecond, 50 * time.Millisecond
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			mk := func(replica string) (*fleet.Fleet, *breaker.Breaker) {
 				f, err := fleet.New(fleet.Config{Addr: proxy.Addr(), App: app, Prefix: "abtest", Replica: replica,
 					SyncInterval: interval, OpTimeout: opTimeout,

@@ -1,7 +1,6 @@
 package hostiletest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -36,6 +35,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/internal/syncbuf"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/retry"
@@ -211,23 +211,6 @@ func (r *recorder) String() string {
 	return r.b.String()
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestHostileUpstreamTextReachesNobody is issue 11's "done means": every entry of the
 // corpus, served as a 5xx body, as a 200 with an in-band error and returned as a Go
 // error string by a tool (and by a mutating tool, whose status lookup then fails with
@@ -236,7 +219,7 @@ func (s *syncBuffer) String() string {
 func TestHostileUpstreamTextReachesNobody(t *testing.T) {
 	ctx := t.Context()
 	srv := dependency(t)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	hooks := &recorder{}
 	var lookups atomic.Int64

@@ -20,6 +20,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/syncbuf"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 	"github.com/agentbreaker/agentbreaker/telemetry"
 )
@@ -30,7 +31,7 @@ import (
 // user's answer, the model requests, the log, the pager hook or the metrics.
 func TestHostileModelErrorsReachNobody(t *testing.T) {
 	ctx := t.Context()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pager := &recorder{}
 	reg := prometheus.NewRegistry()
