@@ -14,6 +14,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/fleet"
 	"github.com/agentbreaker/agentbreaker/internal/faultproxy"
 	"github.com/agentbreaker/agentbreaker/internal/syncbuf"
+	"github.com/agentbreaker/agentbreaker/internal/testenv"
 )
 
 // Faults between the replicas and Redis (cut, reset, black hole, delay past the
@@ -56,7 +57,7 @@ func TestRedisFaultsLeaveCallsLocalAndReplicasConverge(t *testing.T) {
 			fa, a := mk("a")
 			fb, b := mk("b")
 			wide := func(f *fleet.Fleet) bool { s, _ := f.Status("crm"); return s.FleetWide }
-			eventually(t, 5*time.Second, "fleet-wide", func() bool { return wide(fa) && wide(fb) })
+			testenv.WaitFor(t, 5*time.Second, "fleet-wide", func() bool { return wide(fa) && wide(fb) })
 			require.Equal(t, "fleet", fa.Scope("crm"))
 			require.Equal(t, "", fa.Scope("unknown"))
 
@@ -89,7 +90,7 @@ func TestRedisFaultsLeaveCallsLocalAndReplicasConverge(t *testing.T) {
 			}()
 
 			fault.apply(proxy)
-			eventually(t, 5*time.Second, "both local", func() bool { return !wide(fa) && !wide(fb) })
+			testenv.WaitFor(t, 5*time.Second, "both local", func() bool { return !wide(fa) && !wide(fb) })
 			require.Equal(t, "local", fa.Scope("crm"))
 			fail(a, 10) // a trips alone: Redis cannot hear it
 			require.Equal(t, breaker.Open, a.State())
@@ -100,7 +101,7 @@ func TestRedisFaultsLeaveCallsLocalAndReplicasConverge(t *testing.T) {
 			healed := time.Now()
 			t.Logf("%s healed", healed.Format("15:04:05.000"))
 			proxy.Set(faultproxy.Pass)
-			eventually(t, 10*time.Second, "b learns of a's trip once Redis is back", func() bool {
+			testenv.WaitFor(t, 10*time.Second, "b learns of a's trip once Redis is back", func() bool {
 				return b.State() == breaker.Open && wide(fa) && wide(fb)
 			})
 			close(stop)
@@ -123,7 +124,7 @@ func TestRedisFaultsLeaveCallsLocalAndReplicasConverge(t *testing.T) {
 			require.Equal(t, 2, strings.Count(logs.String(), "Redis reachable again"), logs.String())
 
 			b.Reset("test over")
-			eventually(t, 5*time.Second, "a learns of b's reset", func() bool { return a.State() == breaker.Closed })
+			testenv.WaitFor(t, 5*time.Second, "a learns of b's reset", func() bool { return a.State() == breaker.Closed })
 		})
 	}
 }

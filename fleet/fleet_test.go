@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/testenv"
 )
 
 // Two replicas in one process, each with its own client: a trip on one reaches the
@@ -25,18 +26,18 @@ func TestTripReachesEveryReplicaAndOneProbeCloses(t *testing.T) {
 	b := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(500 * time.Millisecond)})
 	require.NoError(t, fa.Attach(a))
 	require.NoError(t, fb.Attach(b))
-	eventually(t, 5*time.Second, "both fleet-wide", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "both fleet-wide", func() bool {
 		sa, _ := fa.Status("crm")
 		sb, _ := fb.Status("crm")
 		return sa.FleetWide && sb.FleetWide
 	})
 	fail(a, 10)
 	require.Equal(t, breaker.Open, a.State())
-	eventually(t, 5*time.Second, "b learns of a's trip", func() bool { return b.State() == breaker.Open })
+	testenv.WaitFor(t, 5*time.Second, "b learns of a's trip", func() bool { return b.State() == breaker.Open })
 
 	// After the cooldown, both want to call; exactly one probes.
 	probes := 0
-	eventually(t, 5*time.Second, "a probe", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "a probe", func() bool {
 		for _, x := range []*breaker.Breaker{a, b} {
 			if p, err := x.Allow(); err == nil {
 				require.True(t, p.IsProbe())
@@ -46,7 +47,7 @@ func TestTripReachesEveryReplicaAndOneProbeCloses(t *testing.T) {
 		}
 		return probes > 0
 	})
-	eventually(t, 5*time.Second, "both closed", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "both closed", func() bool {
 		return a.State() == breaker.Closed && b.State() == breaker.Closed
 	})
 	require.Equal(t, 1, probes)
@@ -72,7 +73,7 @@ func TestAttachMapPicksUpBreakersCreatedOnDemand(t *testing.T) {
 	model, err := deps.ForModel("gemini-2.5-flash", "europe-west4") // model routes too
 	require.NoError(t, err)
 	for _, name := range []string{"web_search", model.Name()} {
-		eventually(t, 5*time.Second, name+" is fleet-wide", func() bool {
+		testenv.WaitFor(t, 5*time.Second, name+" is fleet-wide", func() bool {
 			s, ok := f.Status(name)
 			return ok && s.FleetWide
 		})
@@ -88,7 +89,7 @@ func TestRetryAfterFloorsTheWholeFleet(t *testing.T) {
 	b := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Second)})
 	require.NoError(t, fa.Attach(a))
 	require.NoError(t, fb.Attach(b))
-	eventually(t, 5*time.Second, "both fleet-wide", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "both fleet-wide", func() bool {
 		sa, _ := fa.Status("crm")
 		sb, _ := fb.Status("crm")
 		return sa.FleetWide && sb.FleetWide
@@ -96,10 +97,10 @@ func TestRetryAfterFloorsTheWholeFleet(t *testing.T) {
 	late, err := a.Allow()
 	require.NoError(t, err)
 	fail(a, 10)
-	eventually(t, 5*time.Second, "b open", func() bool { return b.State() == breaker.Open })
+	testenv.WaitFor(t, 5*time.Second, "b open", func() bool { return b.State() == breaker.Open })
 	require.Less(t, b.RetryAfter(), 2*time.Second)
 	late.Report(breaker.Report{Verdict: breaker.Failure, RetryAfter: time.Minute})
-	eventually(t, 5*time.Second, "b waits the minute a was told", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "b waits the minute a was told", func() bool {
 		return b.RetryAfter() > 50*time.Second
 	})
 }
@@ -115,13 +116,13 @@ func TestOperatorActionsApplyFleetWide(t *testing.T) {
 	require.NoError(t, fa.Attach(a))
 	require.NoError(t, fb.Attach(b))
 	a.ForceClosed("maintenance")
-	eventually(t, 5*time.Second, "b forced closed", func() bool { return b.State() == breaker.ForcedClosed })
+	testenv.WaitFor(t, 5*time.Second, "b forced closed", func() bool { return b.State() == breaker.ForcedClosed })
 	fail(b, 20)
 	require.Equal(t, breaker.ForcedClosed, b.State(), "a forced-closed breaker never trips")
 	b.ForceOpen("incident")
-	eventually(t, 5*time.Second, "a forced open", func() bool { return a.State() == breaker.ForcedOpen })
+	testenv.WaitFor(t, 5*time.Second, "a forced open", func() bool { return a.State() == breaker.ForcedOpen })
 	a.Reset("over")
-	eventually(t, 5*time.Second, "b closed", func() bool { return b.State() == breaker.Closed })
+	testenv.WaitFor(t, 5*time.Second, "b closed", func() bool { return b.State() == breaker.Closed })
 	checkHistory(t, history(t, addr, histKey(fa, "crm")))
 }
 
@@ -142,8 +143,8 @@ func TestRedisLosingItsDataKeepsTheFleetOpen(t *testing.T) {
 	require.NoError(t, fa.Attach(a))
 	require.NoError(t, fb.Attach(b))
 	fail(a, 10) // before a's first sync: its trip still opens the fleet
-	eventually(t, 5*time.Second, "b open", func() bool { return b.State() == breaker.Open })
-	eventually(t, 5*time.Second, "both at generation 1", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "b open", func() bool { return b.State() == breaker.Open })
+	testenv.WaitFor(t, 5*time.Second, "both at generation 1", func() bool {
 		sa, _ := fa.Status("crm")
 		sb, _ := fb.Status("crm")
 		return sa.Generation == 1 && sb.Generation == 1
@@ -154,7 +155,7 @@ func TestRedisLosingItsDataKeepsTheFleetOpen(t *testing.T) {
 	prefix := fa.KeyPrefix("v1", "crm")
 	require.NoError(t, c.Del(context.Background(), prefix+"state", prefix+"win", prefix+"lease", prefix+"hist").Err())
 
-	eventually(t, 5*time.Second, "the fleet is open again in Redis", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the fleet is open again in Redis", func() bool {
 		h := history(t, addr, histKey(fa, "crm"))
 		return len(h) == 1 && h[0].To == "open"
 	})

@@ -59,18 +59,6 @@ func testPolicy(cooldown time.Duration) breaker.Policy {
 	}
 }
 
-// eventually polls cond until it holds or limit passes: a bounded wait for real I/O.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // transition is one entry of a breaker's history stream in Redis.
 type transition struct {
 	Gen       int64

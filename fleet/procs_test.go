@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentbreaker/agentbreaker/fleet"
+	"github.com/agentbreaker/agentbreaker/internal/testenv"
 )
 
 // fleetOf returns a Fleet handle (never started on a breaker) for key names.
@@ -89,7 +90,7 @@ func TestEightProcessesTripTogetherAndProbeOncePerCooldown(t *testing.T) {
 	hk := histKey(obs, "search")
 
 	var tripped transition
-	eventually(t, 10*time.Second, "the fleet trips", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the fleet trips", func() bool {
 		h := history(t, addr, hk)
 		if len(h) > 0 {
 			tripped = h[0]
@@ -98,7 +99,7 @@ func TestEightProcessesTripTogetherAndProbeOncePerCooldown(t *testing.T) {
 	})
 	require.Equal(t, "open", tripped.To)
 	require.Equal(t, "failure_rate", tripped.Cause)
-	eventually(t, 10*time.Second, "every replica open", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "every replica open", func() bool {
 		for _, r := range rs {
 			if r.state() == "closed" {
 				return false
@@ -112,7 +113,7 @@ func TestEightProcessesTripTogetherAndProbeOncePerCooldown(t *testing.T) {
 	healedAt := time.Now()
 	dep.set(false, false)
 	var closed transition
-	eventually(t, 10*time.Second, "the fleet closes", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "the fleet closes", func() bool {
 		h := history(t, addr, hk)
 		if last := h[len(h)-1]; last.To == "closed" {
 			closed = last
@@ -120,7 +121,7 @@ func TestEightProcessesTripTogetherAndProbeOncePerCooldown(t *testing.T) {
 		}
 		return false
 	})
-	eventually(t, 10*time.Second, "every replica closed", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "every replica closed", func() bool {
 		for _, r := range rs {
 			if r.state() != "closed" {
 				return false
@@ -235,7 +236,7 @@ func TestKilledProberFreesTheProbeWhenItsLeaseExpires(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, 10*time.Second, "a first probe", func() bool { return len(probes()) > 0 })
+	testenv.WaitFor(t, 10*time.Second, "a first probe", func() bool { return len(probes()) > 0 })
 	first := probes()[0]
 	var victim *replica
 	for _, r := range rs {
@@ -248,7 +249,7 @@ func TestKilledProberFreesTheProbeWhenItsLeaseExpires(t *testing.T) {
 	<-victim.exited
 	dep.set(true, false) // later probes fail at once
 
-	eventually(t, 10*time.Second, "a second probe", func() bool { return len(probes()) > 1 })
+	testenv.WaitFor(t, 10*time.Second, "a second probe", func() bool { return len(probes()) > 1 })
 	second := probes()[1]
 	h := history(t, addr, histKey(obs, "search"))
 	checkHistory(t, h)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/fleet"
+	"github.com/agentbreaker/agentbreaker/internal/testenv"
 )
 
 // Replicas (each with its own client) trip, force, reset and probe one breaker at the
@@ -73,7 +74,7 @@ func TestConcurrentTripsForcesAndResetsKeepOneHistory(t *testing.T) {
 
 	// Settle: one operator action, and every replica follows it.
 	bs[0].ForceOpen("settle")
-	eventually(t, 5*time.Second, "every replica forced open", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "every replica forced open", func() bool {
 		for i, b := range bs {
 			if s, _ := fleets[i].Status("crm"); b.State() != breaker.ForcedOpen || s.State != breaker.ForcedOpen {
 				return false

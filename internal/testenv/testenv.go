@@ -85,3 +85,16 @@ func PostgresJournalPrefix(t testing.TB) string {
 	})
 	return prefix
 }
+
+// WaitFor polls cond until it holds, failing t when limit passes first: a bounded wait
+// for real I/O (a server, a proxy, another process), never a wait for time to pass.
+func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", limit, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

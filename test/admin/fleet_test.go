@@ -66,19 +66,6 @@ func fleetApp(t *testing.T, addr string) string {
 	return app
 }
 
-// waitFor polls cond until it holds or limit passes: a bounded wait for real I/O
-// (Redis, the proxy, the fleet's real-time sync loop).
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // replica is one process of the agent: its breakers, fleet, telemetry, admin
 // endpoint and /metrics.
 type replica struct {
@@ -249,8 +236,8 @@ func TestFleetScopeAndMetricsWhenRedisIsCut(t *testing.T) {
 			return true
 		}
 	}
-	waitFor(t, limit, "every attached breaker of a is fleet-wide", allScopes(a, admin.ScopeFleet))
-	waitFor(t, limit, "every attached breaker of b is fleet-wide", allScopes(b, admin.ScopeFleet))
+	testenv.WaitFor(t, limit, "every attached breaker of a is fleet-wide", allScopes(a, admin.ScopeFleet))
+	testenv.WaitFor(t, limit, "every attached breaker of b is fleet-wide", allScopes(b, admin.ScopeFleet))
 
 	st, raw := a.state(t)
 	require.NotContains(t, st[unattachable], "scope", "a breaker the fleet refused has no scope")
@@ -281,12 +268,12 @@ func TestFleetScopeAndMetricsWhenRedisIsCut(t *testing.T) {
 	require.Equal(t, "forced_open", after.State)
 	require.Equal(t, admin.ScopeFleet, after.Scope)
 	bHostile, _ := b.deps.Get(hostile)
-	waitFor(t, limit, "b learns of the force-open made on a's page", func() bool { return bHostile.State() == breaker.ForcedOpen })
+	testenv.WaitFor(t, limit, "b learns of the force-open made on a's page", func() bool { return bHostile.State() == breaker.ForcedOpen })
 
 	// Cut Redis from a.
 	proxy.Set(faultproxy.Cut)
-	waitFor(t, limit, "a's breakers decide alone", allScopes(a, admin.ScopeLocal))
-	waitFor(t, limit, "the scrape shows a's breakers local and the failures counted", func() bool {
+	testenv.WaitFor(t, limit, "a's breakers decide alone", allScopes(a, admin.ScopeLocal))
+	testenv.WaitFor(t, limit, "the scrape shows a's breakers local and the failures counted", func() bool {
 		fams, _ := a.scrape(t)
 		local := localGauge(fams)
 		for _, n := range attached {
@@ -312,8 +299,8 @@ func TestFleetScopeAndMetricsWhenRedisIsCut(t *testing.T) {
 	fams, _ = a.scrape(t)
 	syncsCut := counter(fams, "agentbreaker_fleet_syncs_total")
 	proxy.Set(faultproxy.Pass)
-	waitFor(t, limit, "a's breakers follow the fleet again", allScopes(a, admin.ScopeFleet))
-	waitFor(t, limit, "the scrape shows a's breakers fleet-wide and syncing", func() bool {
+	testenv.WaitFor(t, limit, "a's breakers follow the fleet again", allScopes(a, admin.ScopeFleet))
+	testenv.WaitFor(t, limit, "the scrape shows a's breakers fleet-wide and syncing", func() bool {
 		fams, _ := a.scrape(t)
 		local := localGauge(fams)
 		for _, n := range attached {
@@ -323,7 +310,7 @@ func TestFleetScopeAndMetricsWhenRedisIsCut(t *testing.T) {
 		}
 		return counter(fams, "agentbreaker_fleet_syncs_total") > syncsCut
 	})
-	waitFor(t, limit, "b learns of the force-closed made on a during the outage", func() bool { return crmB.State() == breaker.ForcedClosed })
+	testenv.WaitFor(t, limit, "b learns of the force-closed made on a during the outage", func() bool { return crmB.State() == breaker.ForcedClosed })
 	fams, _ = a.scrape(t)
 	require.Greater(t, counter(fams, "agentbreaker_fleet_sync_failures_total"), failuresBefore, "counters never go back")
 }
