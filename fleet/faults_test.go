@@ -94,7 +94,7 @@ func TestRedisFaultsLeaveCallsLocalAndReplicasConverge(t *testing.T) {
 			require.Equal(t, "local", fa.Scope("crm"))
 			fail(a, 10) // a trips alone: Redis cannot hear it
 			require.Equal(t, breaker.Open, a.State())
-			time.Sleep(3 * interval)
+			waitSyncs(t, 3, fa, fb)
 			require.Equal(t, breaker.Closed, b.State(), "b cannot have learned of a's trip without Redis")
 			require.False(t, wide(fa) || wide(fb))
 

@@ -159,7 +159,7 @@ func TestRedisLosingItsDataKeepsTheFleetOpen(t *testing.T) {
 		h := history(t, addr, histKey(fa, "crm"))
 		return len(h) == 1 && h[0].To == "open"
 	})
-	time.Sleep(200 * time.Millisecond) // a few syncs
+	waitSyncs(t, 3, fa, fb)
 	require.Equal(t, breaker.Open, a.State())
 	require.Equal(t, breaker.Open, b.State())
 	require.Zero(t, closedEvents.Load(), "a replica followed the empty Redis and closed")

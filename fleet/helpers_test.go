@@ -108,3 +108,26 @@ func fail(b *breaker.Breaker, n int) {
 		}
 	}
 }
+
+// waitSyncs waits until every fleet has run n more sync rounds, successful or failed:
+// "nothing changed" is then checked over rounds of the sync loop, not over a stretch
+// of time a loaded machine may not give it.
+func waitSyncs(t *testing.T, n int64, fleets ...*fleet.Fleet) {
+	t.Helper()
+	rounds := func(f *fleet.Fleet) int64 {
+		syncs, failures, _, _ := f.Counters()
+		return syncs + failures
+	}
+	start := make([]int64, len(fleets))
+	for i, f := range fleets {
+		start[i] = rounds(f)
+	}
+	testenv.WaitFor(t, 10*time.Second, fmt.Sprintf("%d more sync rounds", n), func() bool {
+		for i, f := range fleets {
+			if rounds(f) < start[i]+n {
+				return false
+			}
+		}
+		return true
+	})
+}
