@@ -225,3 +225,35 @@ func TestStripesMoveToProcessorsWithoutLosingCounts(t *testing.T) {
 		require.True(t, s.chunk.contended[s.col].Load(), "lost compare-and-swaps switch the column to processor stripes")
 	}
 }
+
+// TestRejectionsThatCollideMoveToProcessors: rejected callers count on the stripes too
+// (to keep the coarse clock fresh), and two of them on one stripe are seen colliding
+// like two successes, so a breaker rejecting busy callers does not keep them on one
+// cache line. A taker swapping every stripe makes compare-and-swaps fail as a second
+// caller on the stripe would.
+func TestRejectionsThatCollideMoveToProcessors(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two processors for callers to run at once")
+	}
+	s := allocStripes()
+	s.take(0)
+	t.Cleanup(func() { releaseStripes(s) })
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.take(0)
+			}
+		}
+	})
+	for i := 0; i < 5_000_000 && !s.chunk.contended[s.col].Load(); i++ {
+		s.bump()
+	}
+	close(stop)
+	wg.Wait()
+	require.True(t, s.chunk.contended[s.col].Load(), "a lost compare-and-swap in bump switches the column to processor stripes")
+}
