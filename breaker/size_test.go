@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"testing"
 	"unsafe"
 )
 
@@ -37,4 +38,24 @@ func windowBytes(p Policy) int {
 		return n
 	}
 	return sizeClass(p.Buckets * int(unsafe.Sizeof(bucket{})))
+}
+
+// TestStripesKeepOffTheChunksFirstLine: the stripes start one cache line into their
+// chunk (see arenaChunk), which still fits the chunk's size class, and every chunk
+// starts on a cache-line boundary, so no stripe shares the chunk's first line.
+func TestStripesKeepOffTheChunksFirstLine(t *testing.T) {
+	var c arenaChunk
+	if off := unsafe.Offsetof(c.lines); off != 64 {
+		t.Errorf("stripes start %d bytes into the chunk, want 64", off)
+	}
+	if size := unsafe.Sizeof(c); sizeClass(int(size)) != 1152 {
+		t.Errorf("a chunk of %d bytes is in the %d-byte size class, want 1152", size, sizeClass(int(size)))
+	}
+	for range 64 {
+		s := allocStripes()
+		if addr := uintptr(unsafe.Pointer(s.chunk)); addr%64 != 0 {
+			t.Errorf("chunk at %#x is not on a cache-line boundary", addr)
+		}
+		defer releaseStripes(s)
+	}
 }
