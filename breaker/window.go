@@ -129,7 +129,7 @@ func (s stripes) add(tag uint64) int64 {
 // one of sixteen stripes, so two busy goroutines share one about one time in sixteen,
 // and then for as long as they live, each write bouncing the line between their cores;
 // processors never share a stripe (up to sixteen of them). Choosing by processor costs
-// a call into the runtime, about 2 ns, which only a breaker that saw a collision pays.
+// a call into the runtime, about 1 ns, which only a breaker that saw a collision pays.
 func (s stripes) collided() {
 	if f := &s.chunk.contended[s.col&(arenaCols-1)]; !f.Load() {
 		f.Store(true)
