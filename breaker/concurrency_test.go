@@ -191,16 +191,7 @@ func TestStripesMoveToProcessorsWithoutLosingCounts(t *testing.T) {
 	var added, taken, attempted atomic.Int64
 	stop := make(chan struct{})
 	var takerDone sync.WaitGroup
-	takerDone.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				taken.Add(s.take(0))
-			}
-		}
-	})
+	takerDone.Go(func() { taken.Add(takeUntil(s, stop)) })
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Go(func() {
@@ -240,20 +231,25 @@ func TestRejectionsThatCollideMoveToProcessors(t *testing.T) {
 	t.Cleanup(func() { releaseStripes(s) })
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				s.take(0)
-			}
-		}
-	})
+	wg.Go(func() { takeUntil(s, stop) })
 	for i := 0; i < 5_000_000 && !s.chunk.contended[s.col].Load(); i++ {
 		s.bump()
 	}
 	close(stop)
 	wg.Wait()
 	require.True(t, s.chunk.contended[s.col].Load(), "a lost compare-and-swap in bump switches the column to processor stripes")
+}
+
+// takeUntil swaps every stripe of s, as transitions and folds do, over and over until
+// stop is closed, and returns the counts it took.
+func takeUntil(s stripes, stop <-chan struct{}) int64 {
+	var sum int64
+	for {
+		select {
+		case <-stop:
+			return sum
+		default:
+			sum += s.take(0)
+		}
+	}
 }
