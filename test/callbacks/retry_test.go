@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/payloads"
@@ -97,27 +97,6 @@ func (s *dropServer) counts() (charges, lookups int, keys []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.charges, s.lookups, append([]string(nil), s.keys...)
-}
-
-// statusLookup asks the server whether the charge behind an intent was applied.
-func (s *dropServer) statusLookup(ctx context.Context, in journal.Intent) (journal.Status, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/status?key="+url.QueryEscape(in.IdempotencyKey), nil)
-	if err != nil {
-		return journal.StatusUnknown, err
-	}
-	resp, err := s.Client().Do(req)
-	if err != nil {
-		return journal.StatusUnknown, err
-	}
-	defer resp.Body.Close()
-	var body struct{ Applied bool }
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return journal.StatusUnknown, err
-	}
-	if body.Applied {
-		return journal.StatusApplied, nil
-	}
-	return journal.StatusNotApplied, nil
 }
 
 // httpTool is a real tool: it sends method to url with a client whose transport is
@@ -226,7 +205,7 @@ func TestRetryUnknownMutationJournaledNotRetriedAndSettledAfterRestart(t *testin
 
 	f.Clock.Advance(5 * time.Minute)
 	j2, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.Clock,
-		Lookups: map[string]journal.StatusLookup{"payments": srv.statusLookup}})
+		Lookups: map[string]journal.StatusLookup{"payments": journaltest.StatusLookup(srv.Client(), srv.URL)}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j2.Close() })
 	rep, err := j2.Reconcile(t.Context())

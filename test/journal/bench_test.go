@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 )
 
 // BenchmarkIntend measures durable intents per second with 1, 8 and 64 concurrent
@@ -14,10 +16,10 @@ import (
 //
 //	cd test && go test -run '^$' -bench Intend -benchtime 3s ./journal/
 func BenchmarkIntend(b *testing.B) {
-	for _, be := range backends {
+	for _, be := range journaltest.Backends {
 		for _, writers := range []int{1, 8, 64} {
-			b.Run(fmt.Sprintf("%s/writers=%d", be.name, writers), func(b *testing.B) {
-				j := open(b, be.config(b))
+			b.Run(fmt.Sprintf("%s/writers=%d", be.Name, writers), func(b *testing.B) {
+				j := journaltest.Open(b, be.Config(b))
 				ctx := context.Background()
 				var next atomic.Int64
 				var wg sync.WaitGroup
@@ -30,7 +32,7 @@ func BenchmarkIntend(b *testing.B) {
 							if i > int64(b.N) {
 								return
 							}
-							if _, err := j.Intend(ctx, dispatch(int(i))); err != nil {
+							if _, err := j.Intend(ctx, journaltest.Dispatch(int(i))); err != nil {
 								b.Error(err)
 								return
 							}

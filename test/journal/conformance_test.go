@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
@@ -18,20 +19,13 @@ import (
 
 // The conformance suite: every test here runs against both backends.
 
-func dispatch(i int) journal.Dispatch {
-	return journal.Dispatch{
-		RequestID: fmt.Sprintf("req-%d", i), IdempotencyKey: fmt.Sprintf("key-%d", i), Dependency: "crm",
-		Tool: "update_customer", Args: map[string]any{"id": i, "name": "Zoë"}, Attempt: 1, PolicyVersion: "v7",
-	}
-}
-
 func TestIntentRoundTrip(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
 		fc := fakeClock()
-		cfg := b.config(t)
+		cfg := b.Config(t)
 		cfg.Clock = fc
-		j := open(t, cfg)
-		in, err := j.Intend(t.Context(), dispatch(1))
+		j := journaltest.Open(t, cfg)
+		in, err := j.Intend(t.Context(), journaltest.Dispatch(1))
 		require.NoError(t, err)
 		got, err := j.Get(t.Context(), in.ID)
 		require.NoError(t, err)
@@ -48,18 +42,18 @@ func TestIntentRoundTrip(t *testing.T) {
 }
 
 func TestArgumentsStoredOnlyWhenAsked(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
 		cfg.StoreArguments = true
 		cfg.HashKey = []byte("another secret of 16+ bytes")
-		j := open(t, cfg)
-		in, err := j.Intend(t.Context(), dispatch(2))
+		j := journaltest.Open(t, cfg)
+		in, err := j.Intend(t.Context(), journaltest.Dispatch(2))
 		require.NoError(t, err)
 		got, err := j.Get(t.Context(), in.ID)
 		require.NoError(t, err)
 		require.JSONEq(t, `{"id":2,"name":"Zoë"}`, string(got.Args))
 
-		plain := open(t, b.config(t))
+		plain := journaltest.Open(t, b.Config(t))
 		h1, _, _ := j.HashArgs(map[string]any{"id": 2, "name": "Zoë"})
 		h2, _, _ := plain.HashArgs(map[string]any{"id": 2, "name": "Zoë"})
 		require.NotEqual(t, h1, h2, "hashes under different keys differ")
@@ -78,11 +72,11 @@ func TestFinish(t *testing.T) {
 		{"failed before send", classify.ForClass(classify.ClassConnectionRefused), journal.StateFailedBeforeSend},
 		{"unknown", classify.ForClass(classify.ClassTimeout), journal.StateUnknown},
 	}
-	forEachBackend(t, func(t *testing.T, b backend) {
-		j := open(t, b.config(t))
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		j := journaltest.Open(t, b.Config(t))
 		for i, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				in, err := j.Intend(t.Context(), dispatch(i))
+				in, err := j.Intend(t.Context(), journaltest.Dispatch(i))
 				require.NoError(t, err)
 				require.NoError(t, j.Finish(t.Context(), in.ID, tt.c))
 				got, err := j.Get(t.Context(), in.ID)
@@ -118,11 +112,11 @@ func TestIntendValidates(t *testing.T) {
 		{"long id", func(d *journal.Dispatch) { d.RequestID = string(make([]byte, 600)) }, "Dispatch.RequestID = "},
 		{"bad args", func(d *journal.Dispatch) { d.Args = map[string]any{"c": make(chan int)} }, `Dispatch.Args = 1 argument(s) of tool "update_customer"`},
 	}
-	forEachBackend(t, func(t *testing.T, b backend) {
-		j := open(t, b.config(t))
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		j := journaltest.Open(t, b.Config(t))
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				d := dispatch(1)
+				d := journaltest.Dispatch(1)
 				tt.mod(&d)
 				_, err := j.Intend(t.Context(), d)
 				require.ErrorContains(t, err, tt.wantErr)
@@ -135,15 +129,15 @@ func TestIntendValidates(t *testing.T) {
 }
 
 func TestConcurrentIntentsAreGroupCommitted(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		j := open(t, b.config(t))
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		j := journaltest.Open(t, b.Config(t))
 		const writers, each = 32, 8
 		var wg sync.WaitGroup
 		ids := make(chan string, writers*each)
 		for w := range writers {
 			wg.Go(func() {
 				for i := range each {
-					in, err := j.Intend(t.Context(), dispatch(w*1000+i))
+					in, err := j.Intend(t.Context(), journaltest.Dispatch(w*1000+i))
 					if err != nil {
 						t.Error(err)
 						return
@@ -171,13 +165,13 @@ func TestConcurrentIntentsAreGroupCommitted(t *testing.T) {
 }
 
 func TestFilterAndUnresolved(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		j := open(t, b.config(t))
-		d := dispatch(5)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		j := journaltest.Open(t, b.Config(t))
+		d := journaltest.Dispatch(5)
 		first, err := j.Intend(t.Context(), d)
 		require.NoError(t, err)
 		require.NoError(t, j.Finish(t.Context(), first.ID, classify.ForClass(classify.ClassConnectionReset)))
-		other, err := j.Intend(t.Context(), dispatch(6))
+		other, err := j.Intend(t.Context(), journaltest.Dispatch(6))
 		require.NoError(t, err)
 		require.NoError(t, j.Finish(t.Context(), other.ID, classify.ForClass(classify.ClassNone)))
 
@@ -201,16 +195,16 @@ func TestFilterAndUnresolved(t *testing.T) {
 }
 
 func TestCorruptionIsDetected(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
-		j := open(t, cfg)
-		in, err := j.Intend(t.Context(), dispatch(1))
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
+		j := journaltest.Open(t, cfg)
+		in, err := j.Intend(t.Context(), journaltest.Dispatch(1))
 		require.NoError(t, err)
 		p := cfg.Prefix
 		if p == "" {
 			p = journal.DefaultPrefix
 		}
-		b.raw(t, cfg, "UPDATE "+p+"intents SET tool = 'delete_customer' WHERE id = $1", in.ID)
+		raw(t, cfg, "UPDATE "+p+"intents SET tool = 'delete_customer' WHERE id = $1", in.ID)
 		_, err = j.Get(t.Context(), in.ID)
 		require.ErrorIs(t, err, journal.ErrCorrupt)
 		require.ErrorContains(t, err, in.ID)
@@ -218,8 +212,8 @@ func TestCorruptionIsDetected(t *testing.T) {
 }
 
 func TestMigrations(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
 		// Four processes' worth of journals opening fresh tables at once.
 		var wg sync.WaitGroup
 		errs := make(chan error, 4)
@@ -237,8 +231,8 @@ func TestMigrations(t *testing.T) {
 		for err := range errs {
 			require.NoError(t, err)
 		}
-		j := open(t, cfg)
-		_, err := j.Intend(t.Context(), dispatch(1))
+		j := journaltest.Open(t, cfg)
+		_, err := j.Intend(t.Context(), journaltest.Dispatch(1))
 		require.NoError(t, err)
 		require.NoError(t, j.Close())
 
@@ -246,7 +240,7 @@ func TestMigrations(t *testing.T) {
 		if p == "" {
 			p = journal.DefaultPrefix
 		}
-		b.raw(t, cfg, "INSERT INTO "+p+"schema_migrations (version, name, applied_at) VALUES (99, 'from the future', 0)")
+		raw(t, cfg, "INSERT INTO "+p+"schema_migrations (version, name, applied_at) VALUES (99, 'from the future', 0)")
 		_, err = journal.Open(context.Background(), cfg)
 		require.ErrorIs(t, err, journal.ErrSchemaTooNew)
 		require.ErrorContains(t, err, fmt.Sprintf("are at version 99, this build knows up to %d", journal.SchemaVersion()))
@@ -254,12 +248,12 @@ func TestMigrations(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		j, err := journal.Open(context.Background(), b.config(t))
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		j, err := journal.Open(context.Background(), b.Config(t))
 		require.NoError(t, err)
 		require.NoError(t, j.Close())
 		require.NoError(t, j.Close(), "closing twice is harmless")
-		_, err = j.Intend(t.Context(), dispatch(1))
+		_, err = j.Intend(t.Context(), journaltest.Dispatch(1))
 		require.ErrorIs(t, err, journal.ErrClosed)
 		_, err = j.Pending(t.Context())
 		require.ErrorIs(t, err, journal.ErrClosed)
@@ -269,11 +263,11 @@ func TestClose(t *testing.T) {
 }
 
 func TestCanceledCallerIsNotAcknowledged(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		j := open(t, b.config(t))
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		j := journaltest.Open(t, b.Config(t))
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, err := j.Intend(ctx, dispatch(1))
+		_, err := j.Intend(ctx, journaltest.Dispatch(1))
 		require.ErrorIs(t, err, context.Canceled)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/journal"
 
 	"github.com/stretchr/testify/require"
@@ -15,25 +16,25 @@ import (
 // and reports each bad row by id and problem; Pending returns the healthy intents with
 // a *CorruptError naming the bad ones.
 func TestOneCorruptRowDoesNotStopReconcile(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
 		cfg.Lookups = map[string]journal.StatusLookup{"crm": func(_ context.Context, in journal.Intent) (journal.Status, error) {
 			if in.IdempotencyKey == "key-1" {
 				return journal.StatusApplied, nil
 			}
 			return journal.StatusUnknown, nil
 		}}
-		j := open(t, cfg)
+		j := journaltest.Open(t, cfg)
 		var all []journal.Intent
 		for i := range 6 {
-			in, err := j.Intend(t.Context(), dispatch(i))
+			in, err := j.Intend(t.Context(), journaltest.Dispatch(i))
 			require.NoError(t, err)
 			require.NoError(t, j.Finish(t.Context(), in.ID, classify.ForClass(classify.ClassTimeout)))
 			all = append(all, in)
 		}
 		p := prefixOf(cfg)
-		b.raw(t, cfg, "UPDATE "+p+"intents SET idempotency_key = 'key-forged' WHERE id = $1", all[2].ID)
-		b.raw(t, cfg, "UPDATE "+p+"intents SET checksum = 'forged' WHERE id = $1", all[4].ID)
+		raw(t, cfg, "UPDATE "+p+"intents SET idempotency_key = 'key-forged' WHERE id = $1", all[2].ID)
+		raw(t, cfg, "UPDATE "+p+"intents SET checksum = 'forged' WHERE id = $1", all[4].ID)
 
 		rep, err := j.Reconcile(t.Context())
 		require.NoError(t, err)
@@ -45,7 +46,7 @@ func TestOneCorruptRowDoesNotStopReconcile(t *testing.T) {
 		}, rep.Corrupt)
 
 		// An intent awaiting an operator is tampered with: the admin list still shows the others.
-		b.raw(t, cfg, "UPDATE "+p+"intents SET tool = 'refund' WHERE id = $1", all[3].ID)
+		raw(t, cfg, "UPDATE "+p+"intents SET tool = 'refund' WHERE id = $1", all[3].ID)
 		pending, err := j.Pending(t.Context())
 		var ce *journal.CorruptError
 		require.ErrorAs(t, err, &ce)
@@ -54,7 +55,7 @@ func TestOneCorruptRowDoesNotStopReconcile(t *testing.T) {
 		require.Equal(t, []string{"key-0", "key-5"}, ids(pending))
 
 		// A state no build writes is caught too, when the row is read.
-		b.raw(t, cfg, "UPDATE "+p+"intents SET state = 'exploded' WHERE id = $1", all[5].ID)
+		raw(t, cfg, "UPDATE "+p+"intents SET state = 'exploded' WHERE id = $1", all[5].ID)
 		_, err = j.Get(t.Context(), all[5].ID)
 		require.ErrorContains(t, err, `unknown state "exploded"`)
 	})

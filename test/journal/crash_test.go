@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
@@ -73,7 +74,7 @@ func crashOutcome(seq int) (classify.Classification, journal.State) {
 }
 
 func crashConfig(kind, target, prefix string) journal.Config {
-	cfg := journal.Config{Prefix: prefix, StoreArguments: true, HashKey: testKey}
+	cfg := journal.Config{Prefix: prefix, StoreArguments: true, HashKey: journaltest.Key}
 	if kind == "sqlite" {
 		cfg.Backend = sqlite.Backend{Path: target}
 	} else {
@@ -181,7 +182,7 @@ func TestCrashKeepsEveryAcknowledgedIntent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test starts hundreds of processes")
 	}
-	forEachBackend(t, func(t *testing.T, b backend) {
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -225,13 +226,13 @@ func TestCrashKeepsEveryAcknowledgedIntent(t *testing.T) {
 		totalAcked += len(acked)
 		totalFinished += len(finished)
 		t.Logf("%s: %d runs (%d killed before their first acknowledgement), %d acknowledged intents, %d acknowledged outcomes, all intact",
-			b.name, runs, early, totalAcked, totalFinished)
+			b.Name, runs, early, totalAcked, totalFinished)
 	})
 }
 
 // crashTarget returns a fresh database of backend b and the child's spec for it.
-func crashTarget(t *testing.T, b backend) (journal.Config, string) {
-	cfg := b.config(t)
+func crashTarget(t *testing.T, b journaltest.Backend) (journal.Config, string) {
+	cfg := b.Config(t)
 	kind, target := "sqlite", ""
 	switch be := cfg.Backend.(type) {
 	case sqlite.Backend:
@@ -242,7 +243,7 @@ func crashTarget(t *testing.T, b backend) (journal.Config, string) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = journal.DefaultPrefix
 	}
-	cfg.StoreArguments, cfg.HashKey = true, testKey
+	cfg.StoreArguments, cfg.HashKey = true, journaltest.Key
 	return cfg, kind + "|" + target + "|" + cfg.Prefix
 }
 

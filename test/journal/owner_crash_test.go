@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/internal/testenv"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
@@ -22,13 +23,7 @@ func TestReconcileSettlesAKilledProcessAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills a child process")
 	}
-	var pg backend
-	for _, b := range backends {
-		if b.name == "postgres" {
-			pg = b
-		}
-	}
-	cfg, spec := crashTarget(t, pg)
+	cfg, spec := crashTarget(t, journaltest.Postgres)
 	lines, _ := crashOnce(t, spec+"|0", 40)
 	acked, finished := map[string]bool{}, map[string]bool{}
 	for _, l := range lines {
@@ -44,7 +39,7 @@ func TestReconcileSettlesAKilledProcessAtOnce(t *testing.T) {
 
 	fc := fakeClock()
 	cfg.Clock = fc
-	j := open(t, cfg)
+	j := journaltest.Open(t, cfg)
 	ctx := t.Context()
 	open0, err := j.Intents(ctx, journal.Filter{States: []journal.State{journal.StateOpen}})
 	require.NoError(t, err)

@@ -4,16 +4,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/stretchr/testify/require"
 )
 
 func TestQueue(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
 		fc := fakeClock()
-		cfg := b.config(t)
+		cfg := b.Config(t)
 		cfg.Clock = fc
-		j := open(t, cfg)
+		j := journaltest.Open(t, cfg)
 		now := fc.Now()
 		add := func(id string, prio int, age, ttl time.Duration) journal.QueueItem {
 			it, err := j.Enqueue(t.Context(), journal.QueueItem{ID: id, Dependency: "crm", Tool: "update", Priority: prio,
@@ -69,11 +70,11 @@ func TestQueue(t *testing.T) {
 }
 
 func TestEnqueueValidates(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
 		fc := fakeClock()
-		cfg := b.config(t)
+		cfg := b.Config(t)
 		cfg.Clock = fc
-		j := open(t, cfg)
+		j := journaltest.Open(t, cfg)
 		tests := []struct {
 			name    string
 			it      journal.QueueItem

@@ -9,6 +9,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/redact"
 
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/stretchr/testify/require"
 )
@@ -22,13 +23,13 @@ func ids(list []journal.Intent) []string {
 }
 
 func TestReconcileAfterRestart(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
 		fc := fakeClock()
-		cfg := b.config(t)
+		cfg := b.Config(t)
 		cfg.Clock = fc
-		before := open(t, cfg)
+		before := journaltest.Open(t, cfg)
 		write := func(key, dep string, c *classify.Classification) journal.Intent {
-			d := dispatch(0)
+			d := journaltest.Dispatch(0)
 			d.IdempotencyKey, d.Dependency = key, dep
 			in, err := before.Intend(t.Context(), d)
 			require.NoError(t, err)
@@ -63,7 +64,7 @@ func TestReconcileAfterRestart(t *testing.T) {
 			}
 			return journal.StatusUnknown, nil
 		}}
-		after := open(t, cfg)
+		after := journaltest.Open(t, cfg)
 		rep, err := after.Reconcile(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, []string{"applied"}, ids(rep.Applied))
@@ -119,9 +120,9 @@ func TestReconcileAfterRestart(t *testing.T) {
 }
 
 func TestReconcileLeavesCallsInFlightAlone(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
 		fc := fakeClock()
-		cfg := b.config(t)
+		cfg := b.Config(t)
 		cfg.Clock = fc
 		cfg.InFlightGrace = 2 * time.Minute // used only where the backend cannot tell (SQLite)
 		cfg.Lookups = map[string]journal.StatusLookup{"crm": func(context.Context, journal.Intent) (journal.Status, error) {
@@ -130,8 +131,8 @@ func TestReconcileLeavesCallsInFlightAlone(t *testing.T) {
 		mine, err := journal.Open(t.Context(), cfg)
 		require.NoError(t, err)
 		defer mine.Close()
-		other := open(t, cfg) // another process sharing the database
-		in, err := mine.Intend(t.Context(), dispatch(1))
+		other := journaltest.Open(t, cfg) // another process sharing the database
+		in, err := mine.Intend(t.Context(), journaltest.Dispatch(1))
 		require.NoError(t, err)
 		n, oldest, err := other.Backlog(t.Context())
 		require.NoError(t, err)
@@ -146,7 +147,7 @@ func TestReconcileLeavesCallsInFlightAlone(t *testing.T) {
 		rep, err = other.Reconcile(t.Context())
 		require.NoError(t, err)
 		require.Len(t, rep.Skipped, 1)
-		if b.name == "postgres" {
+		if b.Name == "postgres" {
 			require.Equal(t, "its process is alive (owner "+mine.Owner()+" holds its lease)", rep.Skipped[0].Why)
 			// However long it takes: a live process's call is never settled under it.
 			fc.Advance(time.Hour)
@@ -169,13 +170,13 @@ func TestReconcileLeavesCallsInFlightAlone(t *testing.T) {
 }
 
 func TestReconcileIntent(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
 		cfg.Lookups = map[string]journal.StatusLookup{"crm": func(context.Context, journal.Intent) (journal.Status, error) {
 			return journal.StatusApplied, nil
 		}}
-		j := open(t, cfg)
-		in, err := j.Intend(t.Context(), dispatch(1))
+		j := journaltest.Open(t, cfg)
+		in, err := j.Intend(t.Context(), journaltest.Dispatch(1))
 		require.NoError(t, err)
 		require.NoError(t, j.Finish(t.Context(), in.ID, classify.ForClass(classify.ClassConnectionReset)))
 		got, err := j.ReconcileIntent(t.Context(), in.ID)

@@ -18,14 +18,15 @@ import (
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/stretchr/testify/require"
 )
 
 func TestRetryWithJournalAndOperatorApproval(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		j := open(t, b.config(t)) // no status lookup: UNKNOWN waits for an operator
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		j := journaltest.Open(t, b.Config(t)) // no status lookup: UNKNOWN waits for an operator
 		r := retry.MustNew(retry.Config{Journal: j.ForRetry(), Sleeper: &retry.FakeSleeper{}})
 		op := retry.Operation{Dependency: "mail", Tool: "send_email", Args: map[string]any{"to": "a@example.com"},
 			Reconcile: j.Reconciler()}
@@ -78,12 +79,12 @@ func TestRetryWithJournalAndOperatorApproval(t *testing.T) {
 }
 
 func TestRetryReconcilesUnknownThroughTheLookup(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
 		cfg.Lookups = map[string]journal.StatusLookup{"crm": func(context.Context, journal.Intent) (journal.Status, error) {
 			return journal.StatusNotApplied, nil
 		}}
-		j := open(t, cfg)
+		j := journaltest.Open(t, cfg)
 		r := retry.MustNew(retry.Config{Journal: j.ForRetry(), Sleeper: &retry.FakeSleeper{}})
 		calls := 0
 		res := r.Do(t.Context(), retry.Operation{Dependency: "crm", Tool: "update", Reconcile: j.Reconciler()},
@@ -149,7 +150,7 @@ func (s *paymentsServer) count() int {
 // through a real HTTP server: its outcome is UNKNOWN, so it is journaled and not
 // retried; after a restart the status lookup settles it; the server saw one charge.
 func TestUnknownChargeIsJournaledAndSettledAfterRestart(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
 		srv := newPaymentsServer(t)
 		u, _ := url.Parse(srv.URL)
 		fc := clock.NewFake(time.Time{})
@@ -160,7 +161,7 @@ func TestUnknownChargeIsJournaledAndSettledAfterRestart(t *testing.T) {
 		t.Cleanup(base.CloseIdleConnections)
 		client := &http.Client{Transport: httptransport.MustNew(httptransport.Config{Base: base, Map: m, Clock: fc})}
 
-		cfg := b.config(t)
+		cfg := b.Config(t)
 		cfg.Clock = fc
 		j1, err := journal.Open(t.Context(), cfg)
 		require.NoError(t, err)
@@ -184,23 +185,8 @@ func TestUnknownChargeIsJournaledAndSettledAfterRestart(t *testing.T) {
 		require.NoError(t, j1.Close()) // the process stops
 
 		fc.Advance(5 * time.Minute)
-		cfg.Lookups = map[string]journal.StatusLookup{"payments": func(ctx context.Context, in journal.Intent) (journal.Status, error) {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/status?key="+url.QueryEscape(in.IdempotencyKey), nil)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return journal.StatusUnknown, err
-			}
-			defer resp.Body.Close()
-			var body struct{ Applied bool }
-			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-				return journal.StatusUnknown, err
-			}
-			if body.Applied {
-				return journal.StatusApplied, nil
-			}
-			return journal.StatusNotApplied, nil
-		}}
-		j2 := open(t, cfg)
+		cfg.Lookups = map[string]journal.StatusLookup{"payments": journaltest.StatusLookup(http.DefaultClient, srv.URL)}
+		j2 := journaltest.Open(t, cfg)
 		rep, err := j2.Reconcile(t.Context())
 		require.NoError(t, err)
 		require.Len(t, rep.Applied, 1)
@@ -217,8 +203,8 @@ func TestUnknownChargeIsJournaledAndSettledAfterRestart(t *testing.T) {
 // timed out (UNKNOWN) and whose retry succeeded leaves nothing for reconciliation: the
 // first attempt's intent is superseded, and the backlog is empty.
 func TestReadThatSucceededOnRetryLeavesNoBacklog(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		j := open(t, b.config(t))
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		j := journaltest.Open(t, b.Config(t))
 		r := retry.MustNew(retry.Config{Journal: j.ForRetry(), Sleeper: &retry.FakeSleeper{}})
 		calls := 0
 		res := r.Do(t.Context(), retry.Operation{Dependency: "crm", Tool: "lookup_customer", Args: map[string]any{"id": 7},

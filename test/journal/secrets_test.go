@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
@@ -47,20 +48,20 @@ func pinGuesses(t *testing.T) map[string]string {
 // stored hashes, while the journal itself (which holds the key) matches its own.
 func TestDatabaseReaderCannotRecoverAPIN(t *testing.T) {
 	guesses := pinGuesses(t)
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
-		j := open(t, cfg)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
+		j := journaltest.Open(t, cfg)
 		args := map[string]any{"account": "acct-7", "pin": "4821"}
-		d := dispatch(1)
+		d := journaltest.Dispatch(1)
 		d.Args = args
 		_, err := j.Intend(t.Context(), d)
 		require.NoError(t, err)
 
-		stored := b.column(t, cfg, "SELECT args_hash FROM "+prefixOf(cfg)+"intents")
+		stored := column(t, cfg, "SELECT args_hash FROM "+prefixOf(cfg)+"intents")
 		require.Len(t, stored, 1)
 		pin, found := guesses[string(stored[0])]
 		require.False(t, found, "the PIN %s was recovered from the stored hash", pin)
-		args2 := b.column(t, cfg, "SELECT args FROM "+prefixOf(cfg)+"intents")
+		args2 := column(t, cfg, "SELECT args FROM "+prefixOf(cfg)+"intents")
 		require.Nil(t, args2[0], "the arguments are not stored")
 
 		// The journal still recognises the same call (what Unresolved needs).
@@ -118,9 +119,9 @@ func TestKeyHandling(t *testing.T) {
 // altered fails alone: the other items are still returned.
 func TestQueuedCardNumberIsNeverInClear(t *testing.T) {
 	const card = "4111111111111111"
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
-		j := open(t, cfg)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
+		j := journaltest.Open(t, cfg)
 		exp := time.Now().Add(time.Hour)
 		it, err := j.Enqueue(t.Context(), journal.QueueItem{Dependency: "payments", Tool: "charge", ExpiresAt: exp,
 			Payload: []byte(`{"amount":42,"card":"` + card + `"}`)}, 0)
@@ -129,7 +130,7 @@ func TestQueuedCardNumberIsNeverInClear(t *testing.T) {
 			Payload: []byte(`{"amount":7,"card":"5500000000000004"}`)}, 0)
 		require.NoError(t, err)
 
-		for _, p := range b.column(t, cfg, "SELECT payload FROM "+prefixOf(cfg)+"queue") {
+		for _, p := range column(t, cfg, "SELECT payload FROM "+prefixOf(cfg)+"queue") {
 			require.NotContains(t, string(p), card)
 			require.NotContains(t, string(p), "amount")
 		}
@@ -153,7 +154,7 @@ func TestQueuedCardNumberIsNeverInClear(t *testing.T) {
 		require.JSONEq(t, `{"amount":42,"card":"`+card+`"}`, got[it.ID], "the replay gets the arguments")
 
 		// Move one item's sealed payload onto the other: bound to its id, it no longer opens.
-		b.raw(t, cfg, "UPDATE "+prefixOf(cfg)+"queue SET payload = (SELECT payload FROM "+prefixOf(cfg)+"queue WHERE id = $1) WHERE id = $2", it.ID, other.ID)
+		raw(t, cfg, "UPDATE "+prefixOf(cfg)+"queue SET payload = (SELECT payload FROM "+prefixOf(cfg)+"queue WHERE id = $1) WHERE id = $2", it.ID, other.ID)
 		items, err = j.Queued(t.Context(), "payments", 0)
 		var ce *journal.CorruptError
 		require.ErrorAs(t, err, &ce)
@@ -166,14 +167,14 @@ func TestQueuedCardNumberIsNeverInClear(t *testing.T) {
 
 // TestStoreArgumentsKeepsPayloadsInClear: the opt-in is honoured for payloads too.
 func TestStoreArgumentsKeepsPayloadsInClear(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
 		cfg.StoreArguments = true
-		j := open(t, cfg)
+		j := journaltest.Open(t, cfg)
 		_, err := j.Enqueue(context.Background(), journal.QueueItem{Dependency: "crm", ExpiresAt: time.Now().Add(time.Hour),
 			Payload: []byte(`{"id":1}`)}, 0)
 		require.NoError(t, err)
-		require.Equal(t, [][]byte{[]byte(`{"id":1}`)}, b.column(t, cfg, "SELECT payload FROM "+prefixOf(cfg)+"queue"))
+		require.Equal(t, [][]byte{[]byte(`{"id":1}`)}, column(t, cfg, "SELECT payload FROM "+prefixOf(cfg)+"queue"))
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/journaltest"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/internal/store"
 
@@ -51,15 +52,15 @@ func (s lostAckStore) Tx(ctx context.Context, f func(q store.Querier) error) err
 // retried into a duplicate-key error, and Finish does not report a misleading state
 // error for the outcome it did record.
 func TestLostAcknowledgementIsNotWrittenTwice(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b backend) {
-		cfg := b.config(t)
+	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
+		cfg := b.Config(t)
 		lose := &atomic.Int32{}
 		cfg.Backend = lostAckBackend{Backend: cfg.Backend, lose: lose}
-		j := open(t, cfg)
+		j := journaltest.Open(t, cfg)
 		ctx := t.Context()
 
 		lose.Store(1)
-		in, err := j.Intend(ctx, dispatch(1))
+		in, err := j.Intend(ctx, journaltest.Dispatch(1))
 		require.NoError(t, err, "the intent was committed: it is acknowledged")
 		lose.Store(1)
 		require.NoError(t, j.Finish(ctx, in.ID, classify.ForClass(classify.ClassNone)))
@@ -81,7 +82,7 @@ func TestLostAcknowledgementIsNotWrittenTwice(t *testing.T) {
 		errs := make(chan error, 32)
 		for i := range 32 {
 			wg.Go(func() {
-				_, err := j.Intend(ctx, dispatch(100+i))
+				_, err := j.Intend(ctx, journaltest.Dispatch(100+i))
 				errs <- err
 			})
 		}
