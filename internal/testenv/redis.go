@@ -3,7 +3,6 @@ package testenv
 import (
 	"bufio"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -27,11 +26,7 @@ func RedisAddr(t testing.TB) string {
 	addr := RedisAddrUnchecked()
 	redisOnce.Do(func() { redisErr = pingRedis(addr) })
 	if redisErr != nil {
-		why := strings.Join(strings.Fields(redisErr.Error()), " ")
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Redis at AGENTBREAKER_REDIS_ADDR is required in CI: %s", why)
-		}
-		t.Skipf("Redis unreachable (set AGENTBREAKER_REDIS_ADDR): %s", why)
+		unreachable(t, "Redis", "AGENTBREAKER_REDIS_ADDR", redisErr)
 	}
 	return addr
 }
@@ -39,10 +34,7 @@ func RedisAddr(t testing.TB) string {
 // RedisAddrUnchecked returns the address without trying the server, for child
 // processes of a test that already checked it.
 func RedisAddrUnchecked() string {
-	if addr := os.Getenv("AGENTBREAKER_REDIS_ADDR"); addr != "" {
-		return addr
-	}
-	return DefaultRedisAddr
+	return envOr("AGENTBREAKER_REDIS_ADDR", DefaultRedisAddr)
 }
 
 func pingRedis(addr string) error {

@@ -42,11 +42,7 @@ func PostgresDSN(t testing.TB) string {
 		c.Close(ctx)
 	})
 	if pgErr != nil {
-		why := strings.Join(strings.Fields(pgErr.Error()), " ") // one line: pgx's errors span several
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at AGENTBREAKER_POSTGRES_DSN is required in CI: %s", why)
-		}
-		t.Skipf("PostgreSQL unreachable (set AGENTBREAKER_POSTGRES_DSN): %s", why)
+		unreachable(t, "PostgreSQL", "AGENTBREAKER_POSTGRES_DSN", pgErr)
 	}
 	return dsn
 }
@@ -54,10 +50,27 @@ func PostgresDSN(t testing.TB) string {
 // PostgresDSNUnchecked returns the DSN without trying the server, for child processes
 // of a test that already checked it.
 func PostgresDSNUnchecked() string {
-	if dsn := os.Getenv("AGENTBREAKER_POSTGRES_DSN"); dsn != "" {
-		return dsn
+	return envOr("AGENTBREAKER_POSTGRES_DSN", DefaultPostgresDSN)
+}
+
+// unreachable skips t because a service it needs did not answer, or fails it under
+// CI=true, where every service must be up. err is printed on one line (pgx's errors
+// span several).
+func unreachable(t testing.TB, service, envVar string, err error) {
+	t.Helper()
+	why := strings.Join(strings.Fields(err.Error()), " ")
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s at %s is required in CI: %s", service, envVar, why)
 	}
-	return DefaultPostgresDSN
+	t.Skipf("%s unreachable (set %s): %s", service, envVar, why)
+}
+
+// envOr returns the environment variable name, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // JournalTables names the tables a journal creates under its prefix.
