@@ -27,10 +27,11 @@ import (
 //     refusal such as a declined card, an MCP isError result without an outage signal,
 //     a 4xx such as classify.StatusError(402, ...), a validation message, not found, no
 //     results): the tool's message reaches the model so that it can tell the user or
-//     correct its arguments, passed through redact.Clean: at most 512 bytes per
-//     string, control and format characters and invalid UTF-8 removed. Such answers
-//     never count against the breaker. Prompt injections in them pass: set
-//     ErrorTextWithheld for a tool whose answers the model must not read.
+//     correct its arguments, passed through redact.Answer: at most 512 bytes per
+//     string, control and format characters and invalid UTF-8 removed, known secret
+//     shapes (keys, passwords in URLs, card numbers) masked. Such answers never count
+//     against the breaker. Prompt injections in them pass: set ErrorTextWithheld for
+//     a tool whose answers the model must not read.
 //   - The dependency failed (5xx, 429, timeouts, transport errors, crashes and stack
 //     traces, unclassified errors) or our configuration did (auth, TLS): the model
 //     gets agentbreaker's payload (payloads.Failed, response_type
@@ -220,14 +221,14 @@ func withheld(m map[string]any, text string, class classify.Class) map[string]an
 }
 
 // boundedResult returns a copy of a result that carries the dependency's answer, with
-// every string cleaned and bounded.
+// every string cleaned, masked and bounded.
 func boundedResult(m map[string]any) map[string]any {
 	out, _ := mapStrings(m, modelText, 0).(map[string]any)
 	return out
 }
 
 // modelText is a string of the dependency's answer as the model may read it.
-func modelText(s string) string { return redact.Clean(s, maxModelText) }
+func modelText(s string) string { return redact.Answer(s, maxModelText) }
 
 // maxDepth bounds how deep mapStrings copies; deeper values are dropped.
 const maxDepth = 8
