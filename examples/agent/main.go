@@ -106,8 +106,8 @@ func run(ctx context.Context, out io.Writer, h hooks) error {
 
 // counts are what one run did during the outage.
 type counts struct {
-	calls  int64 // tool calls the model made
-	crm    int64 // requests that reached the CRM
+	calls  int64  // tool calls the model made
+	crm    int64  // requests that reached the CRM
 	leaked int64  // tool results the model received that held the CRM's text
 	leak   string // the first of them, as JSON
 }

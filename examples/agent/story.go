@@ -35,6 +35,7 @@ type story struct {
 	shown   map[string]string // text printed in full -> the time it was printed
 	noted   map[string]bool   // notes already printed
 	failed  bool              // a 503 has been shown
+	tool    string            // the first tool the model called
 	made    counts            // tool calls the model made, and results that held the CRM's text
 }
 
@@ -90,6 +91,11 @@ func (s *story) modelCalls(tool, query string, again bool) {
 		line += " again"
 	}
 	s.eventLocked(line)
+	if s.tool == "" {
+		s.tool = tool
+	} else if tool != s.tool && !again {
+		s.noteLocked(tool + " calls the same CRM as " + s.tool + ": the same breaker guards both")
+	}
 	if again {
 		s.noteLocked("models call again after being told not to: the loop guard is there for this")
 	}
