@@ -274,8 +274,9 @@ func intro(out io.Writer, p breaker.Policy) {
 	}
 	for _, paragraph := range []string{
 		"An adk-go agent whose two tools call one CRM, through an outage of the CRM. The model is " +
-			"scripted, the CRM is a local HTTP server and the clock is fake: no API key, no waiting. Each line starts with " +
-			"the fake clock's time; \"the model gets\" is what the model is sent as the tool's result.",
+			"scripted, the CRM is a local HTTP server and the clock is fake: no API key, no waiting. Each " +
+			"line starts with the fake clock's time. \"the model gets\" is the tool result the model is " +
+			"sent; for agentbreaker's answers, the two texts in them, word for word.",
 		fmt.Sprintf("The CRM's breaker, shared by both tools, opens when at least %g%% of the calls %s "+
 			"failed, once there are %d calls (MinimumCalls). %d is for this short demo only: the default "+
 			"is %d, because a handful of failures is not enough evidence that a dependency is down.",
