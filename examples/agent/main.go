@@ -251,7 +251,7 @@ func incident(ctx context.Context, out io.Writer, guarded bool, h hooks) (counts
 // intro says what the reader is about to see, and the policy the breaker runs, read
 // from the breaker itself.
 func intro(out io.Writer, p breaker.Policy) {
-	window := "in the last " + words(p.Window)
+	window := "in a rolling " + words(p.Window) + " window"
 	if p.WindowCalls > 0 {
 		window = fmt.Sprintf("among the last %d calls", p.WindowCalls)
 	}
