@@ -41,8 +41,7 @@ func (c *Callbacks) heldBySlowCalls(dep string, b *breaker.Breaker, t tool.Tool,
 	slowAfter := int64(c.bulkheadSlowCall(b, t))
 	now := c.nanos()
 	slow := 0
-	c.invs.Range(func(_, v any) bool {
-		inv := v.(*invocation)
+	c.invs.each(func(inv *invocation) bool {
 		inv.mu.Lock()
 		for _, e := range inv.calls {
 			if cl := e.cl; cl.dep == dep && cl.bulk != nil && now-cl.start >= slowAfter {

@@ -54,7 +54,7 @@ type Callbacks struct {
 	schemas      schemas
 	toolSets     toolSets
 
-	invs      sync.Map // invocation ID -> *invocation
+	invs      *invTable // invocation ID -> *invocation
 	live      atomic.Int64
 	lastSweep atomic.Int64
 
@@ -92,6 +92,7 @@ func New(cfg Config) (*Callbacks, error) {
 	}
 	c := &Callbacks{
 		cfg:         cfg,
+		invs:        newInvTable(),
 		deps:        cfg.Dependencies,
 		guard:       guard,
 		bulk:        group,

@@ -89,6 +89,8 @@ type invocation struct {
 	callBuf [4]callEntry     // calls' first backing array, allocated with the invocation
 	unknown map[callKey]bool // calls to invented tool names already reported
 	freed   bool
+
+	node invNode // its entry in Callbacks.invs, allocated with it
 }
 
 // callSet holds an invocation's calls in flight. An invocation has a handful at a time
@@ -216,8 +218,7 @@ type scopeKey struct{}
 func (c *Callbacks) invocation(ctx agent.Context, create bool) *invocation {
 	id := ctx.InvocationID()
 	now := c.nanos()
-	if v, ok := c.invs.Load(id); ok {
-		inv := v.(*invocation)
+	if inv := c.invs.load(id); inv != nil {
 		inv.lastUsed.Store(now)
 		return inv
 	}
@@ -226,9 +227,8 @@ func (c *Callbacks) invocation(ctx agent.Context, create bool) *invocation {
 	}
 	inv := &invocation{id: id, tracker: c.guard.Track()}
 	inv.lastUsed.Store(now)
-	v, loaded := c.invs.LoadOrStore(id, inv)
-	if loaded {
-		return v.(*invocation)
+	if found, loaded := c.invs.loadOrStore(inv); loaded {
+		return found
 	}
 	c.live.Add(1)
 	if s, ok := ctx.Value(scopeKey{}).(*scope); ok {
@@ -243,12 +243,11 @@ func (c *Callbacks) invocation(ctx agent.Context, create bool) *invocation {
 // free drops an invocation's state and releases calls that never reached their
 // after-callback.
 func (c *Callbacks) free(ctx context.Context, id string) {
-	v, ok := c.invs.LoadAndDelete(id)
-	if !ok {
+	inv := c.invs.loadAndDelete(id)
+	if inv == nil {
 		return
 	}
 	c.live.Add(-1)
-	inv := v.(*invocation)
 	for _, cl := range inv.drain() {
 		c.orphans.Add(1)
 		// Without the dispatch marker's word it may have reached its tool: report it
@@ -272,9 +271,9 @@ func (c *Callbacks) maybeSweep(ctx context.Context, now int64) {
 	if now-last < int64(c.idle/4) || !c.lastSweep.CompareAndSwap(last, now) {
 		return
 	}
-	c.invs.Range(func(k, v any) bool {
-		if inv := v.(*invocation); now-inv.lastUsed.Load() >= int64(c.idle) && !inv.busy() {
-			c.free(ctx, k.(string))
+	c.invs.each(func(inv *invocation) bool {
+		if now-inv.lastUsed.Load() >= int64(c.idle) && !inv.busy() {
+			c.free(ctx, inv.id)
 		}
 		return true
 	})
