@@ -75,7 +75,7 @@ func TestBulkheadGroupShowsALiveCall(t *testing.T) {
 	deps := dependencymap.MustNew(dependencymap.Config{
 		Dependencies: map[string]dependencymap.Dependency{"billing": {Tools: []string{"get_invoice"}}},
 	})
-	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"billing": 2}})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"billing": 2}}})
 	srv := httptest.NewServer(admin.MustNew(admin.Config{Token: token, Breakers: deps, Bulkheads: admin.BulkheadGroup(cb.Bulkheads())}))
 	t.Cleanup(srv.Close)
 	state := func() []admin.BulkheadStatus {

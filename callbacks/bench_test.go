@@ -148,7 +148,7 @@ func BenchmarkCallbacksPerCall(b *testing.B) {
 			deps := dependencymap.MustNew(dependencymap.Config{
 				Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 			})
-			cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 100}})
+			cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 100}}})
 			p := cb.Plugin()
 			before, after := p.BeforeToolCallback(), p.AfterToolCallback()
 			b.ReportAllocs()
@@ -226,7 +226,7 @@ func overheadHarness(tb testing.TB, calls int, with bool) *breakertest.Harness {
 		deps := dependencymap.MustNew(dependencymap.Config{
 			Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 		})
-		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 100}})
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 100}}})
 		plugins = []*plugin.Plugin{cb.Plugin()}
 	}
 	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})

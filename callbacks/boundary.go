@@ -96,8 +96,8 @@ type Redaction struct {
 // are absurdly long (redact.CheckName): they would reach metric labels, log lines and
 // payloads. It fills in the Redaction's defaults.
 func (cfg *Config) checkText() error {
-	for i, t := range cfg.MutatingTools {
-		if err := redact.CheckName(fmt.Sprintf("callbacks: Config.MutatingTools[%d]", i), t); err != nil {
+	for i, t := range cfg.SideEffects.MutatingTools {
+		if err := redact.CheckName(fmt.Sprintf("callbacks: Config.SideEffects.MutatingTools[%d]", i), t); err != nil {
 			return err
 		}
 	}
@@ -116,8 +116,8 @@ func (cfg *Config) checkText() error {
 			}
 		}
 	}
-	for tool := range cfg.QueueTools {
-		if err := redact.CheckName("callbacks: Config.QueueTools key", tool); err != nil {
+	for tool := range cfg.SideEffects.QueueTools {
+		if err := redact.CheckName("callbacks: Config.SideEffects.QueueTools key", tool); err != nil {
 			return err
 		}
 	}

@@ -99,8 +99,10 @@ func TestBoundaryFailedCallsReachTheModelOnlyAsPayloads(t *testing.T) {
 				Tools: []tool.Tool{callbackstest.FnTool(t, "lookup", tt.run)}, Then: callbackstest.CallsThenText("lookup"), After: tt.after,
 				Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 				Callbacks: callbacks.Config{
-					Logger:    slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 					Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": tt.policy}},
+					Observability: callbacks.Observability{
+						Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+					},
 				},
 			})
 			turn := f.Run(t, "go")
@@ -178,8 +180,8 @@ func TestBoundaryConfigIsChecked(t *testing.T) {
 	require.ErrorContains(t, err, "not valid UTF-8")
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": 9}}})
 	require.ErrorContains(t, err, `Config.Redaction.ErrorText["lookup"] = 9`)
-	_, err = callbacks.New(callbacks.Config{Dependencies: deps, MutatingTools: []string{"charge\x1b[2J"}})
-	require.ErrorContains(t, err, `callbacks: Config.MutatingTools[0] = "charge\x1b[2J": holds the control or format character '\x1b'`)
+	_, err = callbacks.New(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge\x1b[2J"}}})
+	require.ErrorContains(t, err, `callbacks: Config.SideEffects.MutatingTools[0] = "charge\x1b[2J": holds the control or format character '\x1b'`)
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Alternatives: map[string][]string{"a": {strings.Repeat("x", 200)}}})
 	require.ErrorContains(t, err, "bytes long")
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultBulkheadSlowCall is how long a call must have been running to count as slow
-// for Config.BulkheadSlowCall when neither the breaker policy nor the tool says.
+// for Config.Bulkheads.SlowCall when neither the breaker policy nor the tool says.
 const DefaultBulkheadSlowCall = time.Second
 
 // timeoutTool is a tool with a per-call timeout, such as a tooltimeout.Tool.
@@ -18,9 +18,9 @@ type timeoutTool interface {
 }
 
 // bulkheadSlowCall returns the age from which a call holding one of dep's bulkhead
-// slots is slow (see Config.BulkheadSlowCall).
+// slots is slow (see Config.Bulkheads.SlowCall).
 func (c *Callbacks) bulkheadSlowCall(b *breaker.Breaker, t tool.Tool) time.Duration {
-	if d := c.cfg.BulkheadSlowCall; d > 0 {
+	if d := c.cfg.Bulkheads.SlowCall; d > 0 {
 		return d
 	}
 	if d := b.Policy().SlowCallThreshold; d > 0 {

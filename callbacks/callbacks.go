@@ -81,10 +81,10 @@ func New(cfg Config) (*Callbacks, error) {
 		return nil, fmt.Errorf("callbacks: Config.LoopGuard: %w", err)
 	}
 	group, err := bulkhead.NewGroup(bulkhead.GroupConfig{
-		Limits:              cfg.Bulkheads,
-		Default:             cfg.DefaultBulkhead,
-		SustainedRejections: cfg.SustainedRejections,
-		SustainedWindow:     cfg.SustainedWindow,
+		Limits:              cfg.Bulkheads.Limits,
+		Default:             cfg.Bulkheads.Default,
+		SustainedRejections: cfg.Bulkheads.SustainedRejections,
+		SustainedWindow:     cfg.Bulkheads.SustainedWindow,
 		Clock:               cfg.Clock,
 	})
 	if err != nil {
@@ -96,9 +96,9 @@ func New(cfg Config) (*Callbacks, error) {
 		deps:        cfg.Dependencies,
 		guard:       guard,
 		bulk:        group,
-		log:         cfg.Logger,
-		onEvent:     cfg.OnEvent,
-		obs:         cfg.Observer,
+		log:         cfg.Observability.Logger,
+		onEvent:     cfg.Observability.OnEvent,
+		obs:         cfg.Observability.Observer,
 		clk:         cfg.Clock,
 		idle:        cfg.IdleInvocationTimeout,
 		exemptNames: map[string]bool{},
@@ -113,7 +113,7 @@ func New(cfg Config) (*Callbacks, error) {
 	for _, n := range cfg.ExemptTools {
 		c.exemptNames[n] = true
 	}
-	for _, n := range cfg.MutatingTools {
+	for _, n := range cfg.SideEffects.MutatingTools {
 		c.mutating[n] = true
 	}
 	c.lastSweep.Store(c.nanos())
@@ -158,7 +158,7 @@ func MustNew(cfg Config) *Callbacks {
 func (c *Callbacks) Plugin() *plugin.Plugin { return c.plugin }
 
 // DispatchPlugin returns the marker plugin that tells agentbreaker a call really
-// reached its tool. Register it last and set Config.TrackDispatch; see there.
+// reached its tool. Register it last and set Config.SideEffects.TrackDispatch; see there.
 func (c *Callbacks) DispatchPlugin() *plugin.Plugin { return c.dispatch }
 
 // Dependencies returns the dependency map, for telemetry and admin pages.

@@ -35,10 +35,10 @@ func TestConfigErrors(t *testing.T) {
 		{"idle too short", callbacks.Config{Dependencies: deps, IdleInvocationTimeout: time.Second}, "callbacks: Config.IdleInvocationTimeout = 1s: must be between 1m and 24h"},
 		{"nil classifier", callbacks.Config{Dependencies: deps, Classifiers: map[string]*classify.Classifier{"crm": nil}}, `callbacks: Config.Classifiers["crm"] = nil`},
 		{"empty alternative", callbacks.Config{Dependencies: deps, Alternatives: map[string][]string{"a": {""}}}, `callbacks: Config.Alternatives["a"][0] = "": tool name is empty`},
-		{"empty mutating", callbacks.Config{Dependencies: deps, MutatingTools: []string{""}}, `callbacks: Config.MutatingTools[0] = ""`},
+		{"empty mutating", callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{""}}}, `callbacks: Config.SideEffects.MutatingTools[0] = ""`},
 		{"empty exempt", callbacks.Config{Dependencies: deps, ExemptTools: []string{"x", ""}}, `callbacks: Config.ExemptTools[1] = ""`},
-		{"negative bulkhead", callbacks.Config{Dependencies: deps, DefaultBulkhead: -1}, "callbacks: Config.DefaultBulkhead = -1"},
-		{"bad bulkhead", callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 0}}, `callbacks: Config.Bulkheads: bulkhead: GroupConfig.Limits["crm"]`},
+		{"negative bulkhead", callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Default: -1}}, "callbacks: Config.Bulkheads.Default = -1"},
+		{"bad bulkhead", callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 0}}}, `callbacks: Config.Bulkheads: bulkhead: GroupConfig.Limits["crm"]`},
 		{"bad loop guard", callbacks.Config{Dependencies: deps, LoopGuard: loopguard.Config{FirmAfter: -1}}, "callbacks: Config.LoopGuard: loopguard: Config.FirmAfter = -1"},
 		{"blank docstring", callbacks.Config{Dependencies: deps, Docstring: "  "}, "callbacks: Config.Docstring is blank"},
 	}
@@ -135,7 +135,7 @@ func TestParallelCallsWithTheSameIDAreNotConfused(t *testing.T) {
 			breakertest.Text("done"),
 		},
 		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		Callbacks: callbacks.Config{Bulkheads: map[string]int{"crm": 2}},
+		Callbacks: callbacks.Config{Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 2}}},
 	})
 	f.Run(t, "go")
 	w := f.Breaker(t, "crm").Snapshot().Window

@@ -49,7 +49,7 @@ func sessionsHarness(tb testing.TB, with bool) *breakertest.Harness {
 		deps := dependencymap.MustNew(dependencymap.Config{
 			Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 		})
-		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: map[string]int{"crm": 2 * concurrentSessions}})
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 2 * concurrentSessions}}})
 		plugins = []*plugin.Plugin{cb.Plugin()}
 	}
 	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})

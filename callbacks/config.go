@@ -35,7 +35,9 @@ type ModelCallbacks struct {
 }
 
 // Config configures [Callbacks]. The zero value of every field but Dependencies means
-// its default.
+// its default. The top level is the plugin's outline: which breakers, how outcomes are
+// classified, what the model is told, and three groups of their own: SideEffects
+// (mutating tools, retries, the journal, queued work), Bulkheads and Observability.
 type Config struct {
 	// Name is the plugin's name; the dispatch marker plugin is Name + "-dispatch".
 	// Defaults to "agentbreaker".
@@ -60,6 +62,52 @@ type Config struct {
 	// It runs on the call's goroutine with no lock held; a panic in it is recovered.
 	// Defaults to none.
 	Fallback func(ctx agent.Context, tool string, args map[string]any) any
+	// Redaction decides what of a dependency's text (error messages, in-band errors)
+	// reaches the model and the operator; see [ErrorText] for the rule. Defaults to
+	// the safe choice: a dependency's answers reach the model cleaned and bounded, its
+	// failures only as agentbreaker's payload, and logs and events get a fingerprint.
+	Redaction Redaction
+
+	// LoopGuard configures the loop guard. Zero fields take loopguard's defaults.
+	LoopGuard loopguard.Config
+	// Docstring is the sentence added to guarded tools' descriptions before each model
+	// call. Defaults to docstrings.Sentence.
+	Docstring string
+	// DisableDocstrings leaves tool descriptions alone. Defaults to false.
+	DisableDocstrings bool
+
+	// ExemptTools are never guarded, in addition to the dependency map's own exempt
+	// tools and (unless GuardBuiltinTools) adk-go's built-in tools. Defaults to none.
+	ExemptTools []string
+	// GuardBuiltinTools puts adk-go's built-in tools (transfer_to_agent, exit_loop,
+	// set_model_response, ...) behind breakers too. Defaults to false: they call no
+	// dependency, and an agent that cannot transfer is worse off, not safer.
+	GuardBuiltinTools bool
+
+	// SideEffects says which tools change the world and how their calls are retried,
+	// journaled and queued. Defaults to none: every tool is read-only.
+	SideEffects SideEffects
+	// Bulkheads caps concurrent calls per dependency. Defaults to none.
+	Bulkheads Bulkheads
+	// Model holds model callbacks to bundle (model failover's). Defaults to none.
+	Model ModelCallbacks
+	// Observability says where records, events and metrics go. Defaults to nowhere.
+	Observability Observability
+
+	// Clock tells the time for elapsed times, events and idle expiry. Defaults to a
+	// coarse (about 1ms) monotonic reading of the system clock.
+	Clock clock.Clock
+	// IdleInvocationTimeout frees the state of an invocation that has seen no callback
+	// for this long. The plugin frees state when each run ends, and AgentTool when the
+	// sub-agent's run ends; this catches agents instrumented by hand, which have no
+	// end-of-run hook. From 1m to 24h. Defaults to 30m.
+	IdleInvocationTimeout time.Duration
+}
+
+// SideEffects configures the tools that change the world (Config.SideEffects): which
+// they are, how their calls are retried, journaled and queued, and who may release a
+// replay whose outcome is unknown. The zero value treats every tool as read-only.
+type SideEffects struct {
 	// MutatingTools are tools with side effects. When one of their calls fails with
 	// an UNKNOWN outcome that counts (a timeout after sending, a reset, most 5xx), the
 	// model gets an outcome-unknown payload telling it not to repeat the action,
@@ -112,57 +160,41 @@ type Config struct {
 	// QueueLocation is the time zone of the HH:MM in the queued answer. Defaults to UTC.
 	QueueLocation *time.Location
 
-	// Bulkheads caps concurrent calls per dependency key. Defaults to none.
-	Bulkheads map[string]int
-	// DefaultBulkhead caps concurrent calls to every dependency not in Bulkheads.
-	// Defaults to 0: unlimited.
-	DefaultBulkhead int
-	// SustainedRejections and SustainedWindow decide when bulkhead rejections are
-	// sustained (see package bulkhead). Default to 10 within one minute.
-	SustainedRejections int
-	SustainedWindow     time.Duration
-	// BulkheadSlowCall decides when a full bulkhead's rejection counts as a failure of
-	// its dependency. A saturated bulkhead is evidence that the dependency is slow only
-	// when slow calls are what holds it: a rejection counts when at least half of the
-	// bulkhead's slots are held by calls that have been running for BulkheadSlowCall or
-	// longer. Otherwise (a burst of quick calls against a healthy dependency) the call
-	// is still refused with the busy payload, but the breaker does not hear of it.
-	// Defaults to the dependency's breaker Policy.SlowCallThreshold when that is set,
-	// else to half the tool's timeout when the tool has one (a tooltimeout.Tool), else
-	// to DefaultBulkheadSlowCall. At most 1h.
-	BulkheadSlowCall time.Duration
-
-	// LoopGuard configures the loop guard. Zero fields take loopguard's defaults.
-	LoopGuard loopguard.Config
-	// Docstring is the sentence added to guarded tools' descriptions before each model
-	// call. Defaults to docstrings.Sentence.
-	Docstring string
-	// DisableDocstrings leaves tool descriptions alone. Defaults to false.
-	DisableDocstrings bool
-
-	// ExemptTools are never guarded, in addition to the dependency map's own exempt
-	// tools and (unless GuardBuiltinTools) adk-go's built-in tools. Defaults to none.
-	ExemptTools []string
-	// GuardBuiltinTools puts adk-go's built-in tools (transfer_to_agent, exit_loop,
-	// set_model_response, ...) behind breakers too. Defaults to false: they call no
-	// dependency, and an agent that cannot transfer is worse off, not safer.
-	GuardBuiltinTools bool
 	// TrackDispatch says that DispatchPlugin is registered as the last plugin. Calls
 	// it did not see were stopped by a plugin registered between the two and never
 	// reached the dependency; their permits are released without measuring them.
 	// Defaults to false: without the marker, whatever such a plugin returns is
 	// classified as if the tool had returned it.
 	TrackDispatch bool
+}
 
-	// Model holds model callbacks to bundle (model failover's). Defaults to none.
-	Model ModelCallbacks
+// Bulkheads caps concurrent calls per dependency (Config.Bulkheads). The zero value
+// caps nothing.
+type Bulkheads struct {
+	// Limits caps concurrent calls per dependency key. Defaults to none.
+	Limits map[string]int
+	// Default caps concurrent calls to every dependency not in Limits. Defaults to 0:
+	// unlimited.
+	Default int
+	// SustainedRejections and SustainedWindow decide when bulkhead rejections are
+	// sustained (see package bulkhead). Default to 10 within one minute.
+	SustainedRejections int
+	SustainedWindow     time.Duration
+	// SlowCall decides when a full bulkhead's rejection counts as a failure of its
+	// dependency. A saturated bulkhead is evidence that the dependency is slow only
+	// when slow calls are what holds it: a rejection counts when at least half of the
+	// bulkhead's slots are held by calls that have been running for SlowCall or longer.
+	// Otherwise (a burst of quick calls against a healthy dependency) the call is still
+	// refused with the busy payload, but the breaker does not hear of it. Defaults to
+	// the dependency's breaker Policy.SlowCallThreshold when that is set, else to half
+	// the tool's timeout when the tool has one (a tooltimeout.Tool), else to
+	// DefaultBulkheadSlowCall. At most 1h.
+	SlowCall time.Duration
+}
 
-	// Redaction decides what of a dependency's text (error messages, in-band errors)
-	// reaches the model and the operator; see [ErrorText] for the rule. Defaults to
-	// the safe choice: failures of a dependency reach the model only as
-	// agentbreaker's payload, and logs and events only as a fingerprint.
-	Redaction Redaction
-
+// Observability says where the plugin's records, events and metrics go
+// (Config.Observability). The zero value sends them nowhere and costs nothing.
+type Observability struct {
 	// Logger receives structured records with stable keys (dependency, tool,
 	// request_id, outcome, error_class, status_code, elapsed_ms, breaker_state,
 	// policy_version). A failed call's own text appears only as the upstream_error
@@ -186,14 +218,6 @@ type Config struct {
 	// held; a panic in it is recovered and logged. Defaults to none (nil), which costs
 	// nothing.
 	Observer observe.Calls
-	// Clock tells the time for elapsed times, events and idle expiry. Defaults to a
-	// coarse (about 1ms) monotonic reading of the system clock.
-	Clock clock.Clock
-	// IdleInvocationTimeout frees the state of an invocation that has seen no callback
-	// for this long. The plugin frees state when each run ends, and AgentTool when the
-	// sub-agent's run ends; this catches agents instrumented by hand, which have no
-	// end-of-run hook. From 1m to 24h. Defaults to 30m.
-	IdleInvocationTimeout time.Duration
 }
 
 // withDefaults fills in defaults and checks every field.
@@ -204,8 +228,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Name == "" {
 		cfg.Name = "agentbreaker"
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if cfg.Observability.Logger == nil {
+		cfg.Observability.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.IdleInvocationTimeout == 0 {
 		cfg.IdleInvocationTimeout = 30 * time.Minute
@@ -225,9 +249,9 @@ func (cfg Config) withDefaults() (Config, error) {
 			}
 		}
 	}
-	for i, t := range cfg.MutatingTools {
+	for i, t := range cfg.SideEffects.MutatingTools {
 		if t == "" {
-			return cfg, fmt.Errorf(`callbacks: Config.MutatingTools[%d] = "": tool name is empty`, i)
+			return cfg, fmt.Errorf(`callbacks: Config.SideEffects.MutatingTools[%d] = "": tool name is empty`, i)
 		}
 	}
 	for i, t := range cfg.ExemptTools {
@@ -235,28 +259,28 @@ func (cfg Config) withDefaults() (Config, error) {
 			return cfg, fmt.Errorf(`callbacks: Config.ExemptTools[%d] = "": tool name is empty`, i)
 		}
 	}
-	for tool, qt := range cfg.QueueTools {
+	for tool, qt := range cfg.SideEffects.QueueTools {
 		switch {
 		case tool == "":
-			return cfg, errors.New(`callbacks: Config.QueueTools[""]: tool name is empty`)
+			return cfg, errors.New(`callbacks: Config.SideEffects.QueueTools[""]: tool name is empty`)
 		case qt.MaxWait <= 0:
-			return cfg, fmt.Errorf("callbacks: Config.QueueTools[%q].MaxWait = %s: must be more than zero", tool, qt.MaxWait)
+			return cfg, fmt.Errorf("callbacks: Config.SideEffects.QueueTools[%q].MaxWait = %s: must be more than zero", tool, qt.MaxWait)
 		}
 	}
-	if len(cfg.QueueTools) > 0 && cfg.Admission == nil {
-		return cfg, errors.New("callbacks: Config.QueueTools is set but Config.Admission is nil: nothing could queue the calls")
+	if len(cfg.SideEffects.QueueTools) > 0 && cfg.SideEffects.Admission == nil {
+		return cfg, errors.New("callbacks: Config.SideEffects.QueueTools is set but Config.SideEffects.Admission is nil: nothing could queue the calls")
 	}
-	if cfg.Journal != nil && cfg.Retry == nil {
-		return cfg, errors.New("callbacks: Config.Journal is set but Config.Retry is nil: the journal is used through the Retrier")
+	if cfg.SideEffects.Journal != nil && cfg.SideEffects.Retry == nil {
+		return cfg, errors.New("callbacks: Config.SideEffects.Journal is set but Config.SideEffects.Retry is nil: the journal is used through the Retrier")
 	}
-	if cfg.ConfirmUnknownReplays && cfg.Journal == nil {
-		return cfg, errors.New("callbacks: Config.ConfirmUnknownReplays is true but Config.Journal is nil: a confirmed replay must approve the journal's unresolved intents")
+	if cfg.SideEffects.ConfirmUnknownReplays && cfg.SideEffects.Journal == nil {
+		return cfg, errors.New("callbacks: Config.SideEffects.ConfirmUnknownReplays is true but Config.SideEffects.Journal is nil: a confirmed replay must approve the journal's unresolved intents")
 	}
-	if cfg.BulkheadSlowCall < 0 || cfg.BulkheadSlowCall > time.Hour {
-		return cfg, fmt.Errorf("callbacks: Config.BulkheadSlowCall = %s: must be between 0 (the default) and 1h", cfg.BulkheadSlowCall)
+	if cfg.Bulkheads.SlowCall < 0 || cfg.Bulkheads.SlowCall > time.Hour {
+		return cfg, fmt.Errorf("callbacks: Config.Bulkheads.SlowCall = %s: must be between 0 (the default) and 1h", cfg.Bulkheads.SlowCall)
 	}
-	if cfg.DefaultBulkhead < 0 {
-		return cfg, fmt.Errorf("callbacks: Config.DefaultBulkhead = %d: must be 0 (unlimited) or positive", cfg.DefaultBulkhead)
+	if cfg.Bulkheads.Default < 0 {
+		return cfg, fmt.Errorf("callbacks: Config.Bulkheads.Default = %d: must be 0 (unlimited) or positive", cfg.Bulkheads.Default)
 	}
 	if !cfg.DisableDocstrings {
 		if cfg.Docstring == "" {

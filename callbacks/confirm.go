@@ -13,7 +13,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
-// Keys of the payload sent with a replay confirmation request (Config.ConfirmUnknownReplays),
+// Keys of the payload sent with a replay confirmation request (Config.SideEffects.ConfirmUnknownReplays),
 // which a client may show next to the hint.
 const (
 	ConfirmKeyDependency = "dependency"
@@ -23,7 +23,7 @@ const (
 
 // confirmsReplays says whether a refused repeat of tool is put to the user.
 func (c *Callbacks) confirmsReplays(tool string) bool {
-	return c.cfg.ConfirmUnknownReplays && c.cfg.Journal != nil && c.mutating[tool]
+	return c.cfg.SideEffects.ConfirmUnknownReplays && c.cfg.SideEffects.Journal != nil && c.mutating[tool]
 }
 
 // askReplay asks the user, through adk-go's tool confirmation, whether to send again
@@ -51,7 +51,7 @@ func (c *Callbacks) askReplay(ctx agent.Context, tool, dep, requestID string, p 
 // Declined, or when the journal cannot be read or updated, it returns the
 // outcome-unknown payload that answers the call instead; nothing is discarded.
 func (c *Callbacks) resumeReplay(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any, confirmed bool, op *retry.Operation) map[string]any {
-	j := c.cfg.Journal
+	j := c.cfg.SideEffects.Journal
 	if !confirmed {
 		return c.replayRefused(ctx, inv, tool, dep, b, args, "the user chose not to send it again.", nil)
 	}
@@ -90,7 +90,7 @@ func (c *Callbacks) resumeReplay(ctx agent.Context, inv *invocation, tool, dep s
 // leaving out the open ones this process wrote: those are calls in flight here, which
 // the Retrier already tells apart (in flight, or unknown after it ends).
 func (c *Callbacks) unresolved(ctx context.Context, tool string, args map[string]any) ([]journal.Intent, error) {
-	j := c.cfg.Journal
+	j := c.cfg.SideEffects.Journal
 	hash, _, err := j.HashArgs(args)
 	if err != nil {
 		return nil, err

@@ -30,7 +30,7 @@
 //     is asked for a permit. An open breaker answers with the unavailable payload
 //     (package payloads) and the tool never runs; a full bulkhead answers with the
 //     busy payload, and counts as a failure only when slow calls hold at least half
-//     of its slots (Config.BulkheadSlowCall). adk-go's built-in tools are exempt.
+//     of its slots (Config.Bulkheads.SlowCall). adk-go's built-in tools are exempt.
 //   - On error: the error is classified (package classify) with the call's own
 //     context, so the turn's cancellation is neutral, and the outcome is recorded
 //     before any later plugin can turn the error into a result.
@@ -47,7 +47,7 @@
 //
 // # Retry budget and journal
 //
-// With Config.Retry, each guarded call is an attempt of a logical operation
+// With Config.SideEffects.Retry, each guarded call is an attempt of a logical operation
 // (retry.Retrier.Track, by tool name and arguments, per invocation): the model
 // calling the same tool with the same arguments again is the next attempt of the
 // same operation, not new work. After the breaker and the bulkhead admit a call, the
@@ -61,13 +61,13 @@
 // attempt. The run's operations are forgotten when it ends. Tools outside
 // MutatingTools are declared idempotent, so their UNKNOWN outcomes may be retried.
 //
-// With Config.Journal too (and the Retrier built with the journal's ForRetry), every
+// With Config.SideEffects.Journal too (and the Retrier built with the journal's ForRetry), every
 // attempt's intent is durable before its tool runs, and UNKNOWN outcomes are
 // reconciled through the journal's status lookups. Wrap tools with
 // [Callbacks.WithIdempotencyKey] so they run with the operation's idempotency key in
 // their context; an HTTP client using the httptransport package sends it as a header.
 //
-// Config.ConfirmUnknownReplays puts a refused repeat of such a mutation to the user
+// Config.SideEffects.ConfirmUnknownReplays puts a refused repeat of such a mutation to the user
 // through adk-go's tool confirmation, with a hint that the earlier attempt may already
 // have been applied. The turn pauses; when the user answers (a function response named
 // adk_request_confirmation), adk-go runs the call again: confirmed, its unresolved
@@ -76,7 +76,7 @@
 //
 // # Queueing while a dependency is down
 //
-// With Config.Admission and Config.QueueTools, a call of a listed tool that an open
+// With Config.SideEffects.Admission and Config.SideEffects.QueueTools, a call of a listed tool that an open
 // breaker refused (half-open with its probe out included) is offered to the admission
 // controller. When it queues the call
 // (durably, with the call's arguments and an expiry), the model is told "queued until
@@ -95,7 +95,7 @@
 //
 // # Observing
 //
-// Every decision is an [Event] for Config.OnEvent and a log record on Config.Logger
+// Every decision is an [Event] for Config.Observability.OnEvent and a log record on Config.Observability.Logger
 // with stable keys.
 //
 // # What a dependency's text can reach
@@ -115,7 +115,7 @@
 // characters or are absurdly long are repaired (redact.RepairName) before they key a
 // breaker, a metric or a log line.
 //
-// For metrics and traces, set Config.Observer to a *telemetry.Telemetry (any
+// For metrics and traces, set Config.Observability.Observer to a *telemetry.Telemetry (any
 // observe.Calls will do): each short-circuit, each bulkhead rejection and, once per
 // call that reached its tool, the call's outcome are reported with the call's tool
 // context, so the decision also lands on adk-go's "execute_tool" span. Give the same

@@ -24,7 +24,7 @@ const (
 	EventShortCircuit
 	// EventBulkheadRejected: a full bulkhead answered a call with the busy payload. The
 	// breaker counted a failure (Verdict Counts) when slow calls held the bulkhead (see
-	// Config.BulkheadSlowCall), and nothing (Verdict Neutral) when quick calls did.
+	// Config.Bulkheads.SlowCall), and nothing (Verdict Neutral) when quick calls did.
 	EventBulkheadRejected
 	// EventBulkheadSaturated: bulkhead rejections became sustained while the
 	// dependency's breaker was still closed, which deserves an alert of its own.
@@ -49,13 +49,13 @@ const (
 	// EventCallbackPanic: one of agentbreaker's callbacks, or a user hook it called,
 	// panicked; the panic was recovered and the call went on unguarded.
 	EventCallbackPanic
-	// EventRetryRefused: Config.Retry refused the next attempt of a call's logical
+	// EventRetryRefused: Config.SideEffects.Retry refused the next attempt of a call's logical
 	// operation (the model repeated a call whose attempts, deadline or retry budget
 	// were spent, whose outcome is UNKNOWN, or that is still running); the call was
 	// answered with a payload and its tool did not run. RetryReason says why.
 	EventRetryRefused
-	// EventQueued: an open breaker refused a call of a tool in Config.QueueTools, and
-	// Config.Admission queued it; the model was told when it expires.
+	// EventQueued: an open breaker refused a call of a tool in Config.SideEffects.QueueTools, and
+	// Config.SideEffects.Admission queued it; the model was told when it expires.
 	EventQueued
 )
 

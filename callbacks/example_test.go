@@ -69,13 +69,13 @@ func (refusals) ShortCircuit(ctx context.Context, s observe.ShortCircuit) {
 	fmt.Printf("short-circuit: %s/%s (%s), breaker %s\n", s.Dependency, s.Tool, call, s.State)
 }
 
-// Config.Observer hears of every short-circuit, bulkhead rejection and call outcome,
+// Config.Observability.Observer hears of every short-circuit, bulkhead rejection and call outcome,
 // with the call's tool context.
 func Example_observer() {
 	deps := dependencymap.MustNew(dependencymap.Config{
 		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}}},
 	})
-	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observer: refusals{}})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: refusals{}}})
 	lookup, _ := functiontool.New(functiontool.Config{Name: "lookup_customer", Description: "Finds a customer."},
 		func(agent.Context, struct{ ID string }) (map[string]any, error) {
 			return map[string]any{"name": "Ada"}, nil

@@ -46,13 +46,20 @@ func TestBulkheadRejectsAndCounts(t *testing.T) {
 			breakertest.Text("done"),
 		},
 		Deps: map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
-		Callbacks: callbacks.Config{Bulkheads: map[string]int{"enrichment": 1}, SustainedRejections: 2,
-			OnEvent: func(e callbacks.Event) {
-				// Let the admitted call finish once both others were rejected.
-				if e.Kind == callbacks.EventBulkheadRejected && rejected.Add(1) == 2 {
-					close(release)
-				}
-			}},
+		Callbacks: callbacks.Config{
+			Bulkheads: callbacks.Bulkheads{
+				Limits:              map[string]int{"enrichment": 1},
+				SustainedRejections: 2,
+			},
+			Observability: callbacks.Observability{
+				OnEvent: func(e callbacks.Event) {
+					// Let the admitted call finish once both others were rejected.
+					if e.Kind == callbacks.EventBulkheadRejected && rejected.Add(1) == 2 {
+						close(release)
+					}
+				},
+			},
+		},
 	})
 	turn := f.Run(t, "go")
 	require.Equal(t, int64(1), entered.Load())
@@ -126,7 +133,7 @@ func TestMutatingToolsGetTheOutcomeUnknownPayload(t *testing.T) {
 	require.NoError(t, err)
 	f := callbackstest.New(t, callbackstest.Config{
 		Tools: []tool.Tool{send}, Then: callbackstest.CallsThenText("send_invoice"),
-		Callbacks: callbacks.Config{MutatingTools: []string{"send_invoice"}},
+		Callbacks: callbacks.Config{SideEffects: callbacks.SideEffects{MutatingTools: []string{"send_invoice"}}},
 	})
 	turn := f.Run(t, "bill them")
 	p := turn.FunctionResponses()[0].Response
@@ -154,7 +161,7 @@ func TestHookPanicsAreRecovered(t *testing.T) {
 
 	// A panicking OnEvent hook does not break the call either.
 	deps := dependencymap.MustNew(dependencymap.Config{})
-	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, OnEvent: func(callbacks.Event) { panic("listener bug") }})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{OnEvent: func(callbacks.Event) { panic("listener bug") }}})
 	m := breakertest.MustNewModel(breakertest.ModelConfig{Then: callbackstest.CallsThenText("lookup")})
 	h := harnessWith(t, cb, m, okTool(t, "lookup"))
 	sid, _ := h.NewSession(context.Background())
@@ -184,7 +191,7 @@ func TestHostileUpstreamBodiesReachOnlyTheLog(t *testing.T) {
 			f := callbackstest.New(t, callbackstest.Config{
 				Tools: []tool.Tool{leaky}, Then: callbackstest.CallsThenText("enrich"),
 				Deps:      map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
-				Callbacks: callbacks.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+				Callbacks: callbacks.Config{Observability: callbacks.Observability{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}},
 			})
 			for range 4 {
 				f.Run(t, "go")
@@ -214,7 +221,7 @@ func TestLogRecordsUseStableKeys(t *testing.T) {
 	f := callbackstest.New(t, callbackstest.Config{
 		Tools: []tool.Tool{okTool(t, "lookup")}, Then: callbackstest.CallsThenText("lookup"),
 		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		Callbacks: callbacks.Config{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+		Callbacks: callbacks.Config{Observability: callbacks.Observability{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}},
 	})
 	f.Run(t, "go")
 	var rec map[string]any

@@ -29,8 +29,8 @@ type KeyedTool struct {
 }
 
 // WithIdempotencyKey wraps t so that it runs with the idempotency key of the logical
-// operation its call belongs to (Config.Retry): every attempt of the operation, the
-// model's identical re-issues included, carries the same key. Without Config.Retry, or
+// operation its call belongs to (Config.SideEffects.Retry): every attempt of the operation, the
+// model's identical re-issues included, carries the same key. Without Config.SideEffects.Retry, or
 // for a call these callbacks did not admit, the tool runs with its context unchanged.
 //
 // t must be a function tool (Declaration and Run, as functiontool, agenttool,

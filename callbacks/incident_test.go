@@ -80,8 +80,13 @@ func TestSeedIncidentInMiniature(t *testing.T) {
 	})
 	var ev callbackstest.Events
 	cb := callbacks.MustNew(callbacks.Config{
-		Dependencies: deps, Clock: clk, OnEvent: ev.Add,
-		Bulkheads: map[string]int{"enrichment": 20},
+		Dependencies: deps, Clock: clk,
+		Bulkheads: callbacks.Bulkheads{
+			Limits: map[string]int{"enrichment": 20},
+		},
+		Observability: callbacks.Observability{
+			OnEvent: ev.Add,
+		},
 	})
 	server := breakertest.NewServer(t)
 	enrich, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{Name: "enrich_company", URL: server.URL})

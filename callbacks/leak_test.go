@@ -89,9 +89,18 @@ func TestNoLeaksOverManyTurns(t *testing.T) {
 		}
 	}
 	cb := callbacks.MustNew(callbacks.Config{
-		Dependencies: deps, Clock: clk, OnEvent: count,
-		Bulkheads: map[string]int{"crm": 1}, DefaultBulkhead: 3,
-		TrackDispatch: true, MutatingTools: []string{"update"},
+		Dependencies: deps, Clock: clk,
+		SideEffects: callbacks.SideEffects{
+			TrackDispatch: true,
+			MutatingTools: []string{"update"},
+		},
+		Bulkheads: callbacks.Bulkheads{
+			Limits:  map[string]int{"crm": 1},
+			Default: 3,
+		},
+		Observability: callbacks.Observability{
+			OnEvent: count,
+		},
 	})
 
 	var cancelTurn atomic.Pointer[context.CancelFunc]

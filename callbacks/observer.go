@@ -10,7 +10,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 )
 
-// The observe* methods report to Config.Observer. Callers check c.obs != nil first, so
+// The observe* methods report to Config.Observability.Observer. Callers check c.obs != nil first, so
 // without an Observer not even the report structs are built. Each recovers a panic in
 // the Observer: like a panicking hook, a broken metrics adapter must not take down
 // the tool call (adk-go does not recover panics in tool callbacks).

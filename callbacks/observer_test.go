@@ -119,18 +119,24 @@ func TestObserverHearsBulkheadRejectionsNotShortCircuits(t *testing.T) {
 			breakertest.Text("done"),
 		},
 		Deps: map[string]dependencymap.Dependency{"enrichment": {Tools: []string{"enrich"}}},
-		Callbacks: callbacks.Config{Bulkheads: map[string]int{"enrichment": 1},
-			OnEvent: func(e callbacks.Event) {
-				// Let the admitted call finish once both others were rejected.
-				if e.Kind == callbacks.EventBulkheadRejected {
-					mu.Lock()
-					rejected++
-					if rejected == 2 {
-						once.Do(func() { close(release) })
+		Callbacks: callbacks.Config{
+			Bulkheads: callbacks.Bulkheads{
+				Limits: map[string]int{"enrichment": 1},
+			},
+			Observability: callbacks.Observability{
+				OnEvent: func(e callbacks.Event) {
+					// Let the admitted call finish once both others were rejected.
+					if e.Kind == callbacks.EventBulkheadRejected {
+						mu.Lock()
+						rejected++
+						if rejected == 2 {
+							once.Do(func() { close(release) })
+						}
+						mu.Unlock()
 					}
-					mu.Unlock()
-				}
-			}},
+				},
+			},
+		},
 	})
 	f.Run(t, "go")
 	o := f.Obs.Snapshot()
@@ -271,7 +277,7 @@ func TestObserverPanicsAreRecovered(t *testing.T) {
 			breakertest.Text("done"),
 		},
 		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		Callbacks: callbacks.Config{Observer: panicky{}},
+		Callbacks: callbacks.Config{Observability: callbacks.Observability{Observer: panicky{}}},
 	})
 	turn := f.Run(t, "go")
 	for _, fr := range turn.FunctionResponses() {

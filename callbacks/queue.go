@@ -14,7 +14,7 @@ import (
 )
 
 // QueueTool says how calls of a tool are queued while its dependency's breaker is open
-// (Config.QueueTools).
+// (Config.SideEffects.QueueTools).
 type QueueTool struct {
 	// MaxWait is how long a queued call may wait for its dependency; it expires after
 	// that. Required: more than zero.
@@ -38,8 +38,8 @@ const (
 	KeyQueueItemID = "queue_item_id"
 )
 
-// queue offers a call refused by an open breaker to Config.Admission, for a tool in
-// Config.QueueTools. It returns the queued payload, or nil when the call was not
+// queue offers a call refused by an open breaker to Config.SideEffects.Admission, for a tool in
+// Config.SideEffects.QueueTools. It returns the queued payload, or nil when the call was not
 // queued (it is then answered as unavailable). The arguments travel with the queue
 // item, in canonical JSON, for the replay (the journal seals them).
 //
@@ -50,8 +50,8 @@ const (
 // idempotency key, so that the replay and any attempt of the same operation are one
 // operation to the dependency.
 func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any) map[string]any {
-	qt, ok := c.cfg.QueueTools[tool]
-	if !ok || c.cfg.Admission == nil {
+	qt, ok := c.cfg.SideEffects.QueueTools[tool]
+	if !ok || c.cfg.SideEffects.Admission == nil {
 		return nil
 	}
 	body, err := retry.CanonicalArgs(args)
@@ -60,15 +60,15 @@ func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, 
 		return nil
 	}
 	requestID, key := ctx.FunctionCallID(), ""
-	if c.cfg.Retry != nil {
-		if run, _, err := c.cfg.Retry.Track(inv.id, c.operation(inv, tool, dep, b, args)); err == nil {
+	if c.cfg.SideEffects.Retry != nil {
+		if run, _, err := c.cfg.SideEffects.Retry.Track(inv.id, c.operation(inv, tool, dep, b, args)); err == nil {
 			if reason, _ := run.Done(); reason == retry.ReasonUnknownOutcome && c.mutating[tool] {
 				return c.replayRefused(ctx, inv, tool, dep, b, args, "it is not queued for a replay that could apply it twice.", nil)
 			}
 			requestID, key = run.RequestID(), run.IdempotencyKey()
 		}
 	}
-	if c.mutating[tool] && c.cfg.Journal != nil {
+	if c.mutating[tool] && c.cfg.SideEffects.Journal != nil {
 		un, err := c.unresolved(ctx, tool, args)
 		if err != nil {
 			return c.replayRefused(ctx, inv, tool, dep, b, args, "the journal of earlier attempts could not be read.", err)
@@ -84,7 +84,7 @@ func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, 
 	if prio == 0 {
 		prio = admission.PriorityNormal
 	}
-	d, err := c.cfg.Admission.Admit(ctx, admission.Work{
+	d, err := c.cfg.SideEffects.Admission.Admit(ctx, admission.Work{
 		Dependency: dep, Tool: tool, RequestID: requestID, IdempotencyKey: key,
 		Priority: prio, MaxWait: qt.MaxWait, ReplayPolicy: qt.ReplayPolicy, Payload: body,
 	})
@@ -108,7 +108,7 @@ func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, 
 		payloads.KeyRetryAdvised: false,
 		KeyQueuedUntil:           d.QueuedUntil.UTC().Format(time.RFC3339),
 		KeyQueueItemID:           d.ItemID,
-		payloads.KeyReason:       d.Message(c.cfg.QueueLocation),
+		payloads.KeyReason:       d.Message(c.cfg.SideEffects.QueueLocation),
 		payloads.KeyInstruction:  "Do not call this tool again for this request. Tell the user it is queued and will run when the service recovers.",
 	}
 	c.emit(ctx, Event{Kind: EventQueued, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(),

@@ -111,7 +111,7 @@ func TestEveryPermitAndSlotIsReleasedExactlyOnce(t *testing.T) {
 				fc := callbackstest.Config{
 					Tools: []tool.Tool{tl}, Then: callbackstest.CallsThenText("lookup"), Marker: tt.marker,
 					Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-					Callbacks: callbacks.Config{Bulkheads: map[string]int{"crm": 1}},
+					Callbacks: callbacks.Config{Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 1}}},
 				}
 				if tt.before != nil {
 					fc.Before = tt.before(t)

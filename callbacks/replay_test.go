@@ -124,7 +124,7 @@ func replayIncident(t *testing.T, withPlugin bool, from, to time.Time) replayFig
 	require.NoError(t, err)
 	var plugins []*plugin.Plugin
 	if withPlugin {
-		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk, Bulkheads: map[string]int{"enrichment": 20}})
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"enrichment": 20}}})
 		plugins = []*plugin.Plugin{cb.Plugin()}
 	}
 	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})

@@ -22,19 +22,19 @@ func (c *Callbacks) operation(inv *invocation, tool, dep string, b *breaker.Brea
 	// the policy when the Retrier's own has none, as it does for an operation given
 	// the breaker.
 	op := retry.Operation{Dependency: dep, Tool: tool, Args: args, Idempotent: !c.mutating[tool], RequestID: inv.id}
-	if c.cfg.Retry.Policy().Version == "" {
+	if c.cfg.SideEffects.Retry.Policy().Version == "" {
 		op.Policy.Version = b.Policy().Version
 	}
 	// The callbacks hold the breaker's permit for this call; giving the breaker to the
 	// Retrier as well would count the call twice and let a half-open probe refuse itself.
-	if j := c.cfg.Journal; j != nil {
+	if j := c.cfg.SideEffects.Journal; j != nil {
 		op.Reconcile = j.Reconciler()
 	}
 	return op
 }
 
 // admitRetry maps a call admitted by its breaker and bulkhead to its logical operation
-// (Config.Retry) and asks for the operation's next attempt. It returns the attempt, or
+// (Config.SideEffects.Retry) and asks for the operation's next attempt. It returns the attempt, or
 // the payload that answers a refused call instead of the tool. A call it cannot map
 // (bad arguments, too many operations) goes on without retry accounting, loudly, like
 // a call without a breaker.
@@ -51,14 +51,14 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 			confirm, checked = false, true // approved: the call goes on like any other
 		}
 	}
-	if c.mutating[tool] && c.cfg.Journal != nil && !checked {
+	if c.mutating[tool] && c.cfg.SideEffects.Journal != nil && !checked {
 		// The UNKNOWN rule across restarts: the Retrier only knows this process's
 		// attempts; the journal knows those of a process that crashed mid-call.
 		if p := c.checkJournal(ctx, inv, tool, dep, b, args, confirm); p != nil {
 			return nil, p
 		}
 	}
-	run, _, err := c.cfg.Retry.Track(inv.id, op)
+	run, _, err := c.cfg.SideEffects.Retry.Track(inv.id, op)
 	if err != nil {
 		c.log.Warn("agentbreaker: call not tracked by the retry budget; it goes on without one",
 			slog.String("tool", tool), slog.String("dependency", dep), c.errAttr(err))

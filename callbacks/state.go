@@ -58,7 +58,7 @@ type call struct {
 	bulk    *bulkhead.Bulkhead
 	start   int64 // c.nanos() at admission
 
-	attempt *retry.Attempt // the retry attempt this call is, when Config.Retry is set
+	attempt *retry.Attempt // the retry attempt this call is, when Config.SideEffects.Retry is set
 
 	tracked    bool        // a dispatch marker runs for this call
 	dispatched atomic.Bool // the marker saw the call reach the tool
@@ -255,7 +255,7 @@ func (c *Callbacks) free(ctx context.Context, id string) {
 		sent := !cl.tracked || cl.dispatched.Load()
 		c.settle(ctx, inv, cl, classify.Classification{Outcome: classify.Unknown, Class: classify.ClassCanceled, Verdict: classify.Neutral}, "", EventOrphanReleased, sent)
 	}
-	if r := c.cfg.Retry; r != nil {
+	if r := c.cfg.SideEffects.Retry; r != nil {
 		r.Forget(id) // after the orphans' attempts were finished above
 	}
 }

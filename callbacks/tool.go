@@ -111,7 +111,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			slot = bh
 		}
 		var att *retry.Attempt
-		if c.cfg.Retry != nil {
+		if c.cfg.SideEffects.Retry != nil {
 			var refusal map[string]any
 			if att, refusal = c.admitRetry(ctx, inv, name, dep, b, args); refusal != nil {
 				// Refused before the dependency was asked: its health is not in question.
@@ -124,7 +124,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		}
 		admitted = &call{
 			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, attempt: att,
-			start: c.nanos(), tracked: l == agentLayer || c.cfg.TrackDispatch,
+			start: c.nanos(), tracked: l == agentLayer || c.cfg.SideEffects.TrackDispatch,
 		}
 		c.inFlight.Add(1)
 		if !inv.add(k, admitted) {

@@ -142,7 +142,7 @@ func TestIdleSweepKeepsInvocationsWithCallsInFlight(t *testing.T) {
 	f := callbackstest.New(t, callbackstest.Config{
 		Tools: []tool.Tool{slow}, Then: callbackstest.CallsThenText("lookup"),
 		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		Callbacks: callbacks.Config{IdleInvocationTimeout: time.Minute, Bulkheads: map[string]int{"crm": 1}},
+		Callbacks: callbacks.Config{IdleInvocationTimeout: time.Minute, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 1}}},
 	})
 	ctx := context.Background()
 	first := make(chan error, 1)
@@ -232,11 +232,18 @@ func TestBulkheadRejectionsCountOnlyWhenSlowCallsHoldTheSlots(t *testing.T) {
 			return burst
 		},
 		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		Callbacks: callbacks.Config{Bulkheads: map[string]int{"crm": 1}, OnEvent: func(e callbacks.Event) {
-			if e.Kind == callbacks.EventBulkheadRejected || e.Kind == callbacks.EventShortCircuit {
-				rejected <- struct{}{} // the burst's other calls were answered
-			}
-		}},
+		Callbacks: callbacks.Config{
+			Bulkheads: callbacks.Bulkheads{
+				Limits: map[string]int{"crm": 1},
+			},
+			Observability: callbacks.Observability{
+				OnEvent: func(e callbacks.Event) {
+					if e.Kind == callbacks.EventBulkheadRejected || e.Kind == callbacks.EventShortCircuit {
+						rejected <- struct{}{} // the burst's other calls were answered
+					}
+				},
+			},
+		},
 	})
 	b := f.Breaker(t, "crm")
 	for range 3 {
@@ -344,7 +351,7 @@ func TestRetryBudgetChargedOnlyForRealRetries(t *testing.T) {
 		},
 		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
-			cfg.Retry = retry.MustNew(retry.Config{Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add},
+			cfg.SideEffects.Retry = retry.MustNew(retry.Config{Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add},
 				Budgets: retry.MustNewBudgets(retry.BudgetConfig{Clock: f.Clock})})
 		},
 	})
@@ -373,9 +380,9 @@ func TestRecordsCarryInvocationAndBreakerState(t *testing.T) {
 		Then:  callbackstest.CallsThenText("lookup"),
 		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
 			Policy: breaker.Policy{MinimumCalls: 4, Cooldown: 30 * time.Second, Jitter: -1, Version: "crm-v7"}}},
-		Callbacks: callbacks.Config{Logger: logger},
+		Callbacks: callbacks.Config{Observability: callbacks.Observability{Logger: logger}},
 		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
-			cfg.Retry = retry.MustNew(retry.Config{Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add}})
+			cfg.SideEffects.Retry = retry.MustNew(retry.Config{Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add}})
 		},
 	})
 	var turns []*breakertest.Turn

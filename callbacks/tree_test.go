@@ -82,7 +82,7 @@ func TestAgentToolSubAgentsNeedAgentLevelCallbacks(t *testing.T) {
 	t.Run("Build instruments the sub-agent", func(t *testing.T) {
 		var gotMu atomicEvents
 		deps := dependencymap.MustNew(depsCfg)
-		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, OnEvent: gotMu.add})
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{OnEvent: gotMu.add}})
 		_, _, node := researchTree(t, search)
 		root, err := cb.Build(node)
 		require.NoError(t, err)

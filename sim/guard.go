@@ -170,10 +170,14 @@ func newABGuard(s Scenario, p breaker.Policy, e *engine, rec *recorder, rnd func
 	}
 	cb, err := callbacks.New(callbacks.Config{
 		Dependencies:      deps,
-		Bulkheads:         map[string]int{s.Dependency: s.Bulkhead},
-		Retry:             r,
 		Clock:             e.clk,
 		DisableDocstrings: true,
+		SideEffects: callbacks.SideEffects{
+			Retry: r,
+		},
+		Bulkheads: callbacks.Bulkheads{
+			Limits: map[string]int{s.Dependency: s.Bulkhead},
+		},
 	})
 	if err != nil {
 		return nil, err

@@ -140,14 +140,17 @@ func TestReadRecordsErrors(t *testing.T) {
 }
 
 // TestReadRecordsFromCallbacksLog reads what agentbreaker's callbacks really log: a
-// JSON slog handler behind callbacks.Config.Logger, calls made through the plugin.
+// JSON slog handler behind callbacks.Config.Observability.Logger, calls made through the plugin.
 func TestReadRecordsFromCallbacksLog(t *testing.T) {
 	var buf bytes.Buffer
 	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	deps := dependencymap.MustNew(dependencymap.Config{Clock: clk,
 		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}}})
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk, DisableDocstrings: true,
-		Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		Observability: callbacks.Observability{
+			Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		},
+	})
 	pl := cb.Plugin()
 	before, onErr, after := pl.BeforeToolCallback(), pl.OnToolErrorCallback(), pl.AfterToolCallback()
 	inv := &invocation{Context: context.Background(), id: "inv"}

@@ -21,7 +21,7 @@
 //
 // Then hand tel to the packages that take an observe.Observer; for the tool callbacks:
 //
-//	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observer: tel})
+//	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: tel}})
 //
 // Give the breakers, the callbacks and the telemetry the same clock.
 //

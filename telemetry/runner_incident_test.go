@@ -66,7 +66,7 @@ func newBillingAgent(t *testing.T, prefix string) *billingAgent {
 	})
 	require.NoError(t, err)
 	a.tel.Watch(a.deps)
-	a.cb, err = callbacks.New(callbacks.Config{Dependencies: a.deps, Observer: a.tel, Clock: a.clock})
+	a.cb, err = callbacks.New(callbacks.Config{Dependencies: a.deps, Clock: a.clock, Observability: callbacks.Observability{Observer: a.tel}})
 	require.NoError(t, err)
 
 	invoice, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{

@@ -27,7 +27,7 @@ type Orphans struct {
 	// AppName, UserID, SessionID and InvocationID name the session and the invocation
 	// whose calls are answered. Required.
 	AppName, UserID, SessionID, InvocationID string
-	// MutatingTools lists the tools with side effects, as callbacks.Config.MutatingTools
+	// MutatingTools lists the tools with side effects, as callbacks.Config.SideEffects.MutatingTools
 	// does. When it is non-nil, an orphaned call of any other tool is answered with the
 	// unavailable payload ("the request ran out of time"; asking again in a later turn
 	// is harmless), and only calls of these tools with the outcome-unknown payload ("do

@@ -110,16 +110,16 @@ func New(t *testing.T, fc Config) *Fixture {
 	f.Deps = dependencymap.MustNew(dependencymap.Config{Default: Policy, Dependencies: fc.Deps, Clock: f.Clock})
 	cfg := fc.Callbacks
 	cfg.Dependencies = f.Deps
-	if extra := cfg.OnEvent; extra != nil {
-		cfg.OnEvent = func(e callbacks.Event) { f.Events.Add(e); extra(e) }
+	if extra := cfg.Observability.OnEvent; extra != nil {
+		cfg.Observability.OnEvent = func(e callbacks.Event) { f.Events.Add(e); extra(e) }
 	} else {
-		cfg.OnEvent = f.Events.Add
+		cfg.Observability.OnEvent = f.Events.Add
 	}
 	cfg.Clock = f.Clock
-	if cfg.Observer == nil {
-		cfg.Observer = f.Obs
+	if cfg.Observability.Observer == nil {
+		cfg.Observability.Observer = f.Obs
 	}
-	cfg.TrackDispatch = cfg.TrackDispatch || fc.Marker
+	cfg.SideEffects.TrackDispatch = cfg.SideEffects.TrackDispatch || fc.Marker
 	if fc.Prepare != nil {
 		fc.Prepare(f, &cfg)
 	}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -92,6 +93,53 @@ func requireNoLeak(t *testing.T, where, text string) {
 	require.NotEmpty(t, text, "%s: nothing to search", where)
 	if l := leaks(text); len(l) > 0 {
 		t.Errorf("%s leaks the dependency's text (%d bytes searched):\n  %s", where, len(text), strings.Join(l, "\n  "))
+	}
+}
+
+// answerSecrets are the corpus's secrets that must not reach the model even inside a
+// dependency's answer: redact.Answer masks their shapes (the long hex run is kept: in
+// an answer such a run is more often an identifier the model needs).
+var answerSecrets = []string{
+	"hunter2", "AKIAZQ9XKAWS00000000", "ZQ9XKEXAMPLEKEY", "ZQ9XKBEARER", "ZQ9XKPRIVATEKEYBODY", "ZQ9XKJWTsignature",
+	"4111 1111 1111 1111", "4111111111111111", "zq9xk.customer",
+}
+
+// requireAnswerCleaned checks what the model read of the dependency's answers: the
+// words arrive (the injection too: documented), cleaned of escapes and control
+// characters, valid UTF-8, each string cut at 512 bytes, the secrets masked.
+func requireAnswerCleaned(t *testing.T, text string) {
+	t.Helper()
+	require.Contains(t, text, "ZQ9XKINJECT", "an answer's words reach the model")
+	for _, s := range answerSecrets {
+		require.NotContains(t, text, s, "a secret in an answer reached the model")
+	}
+	var decoded []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		var p map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &p))
+		decoded = append(decoded, p)
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			require.True(t, utf8.ValidString(x), "invalid UTF-8 reached the model: %q", x)
+			require.LessOrEqual(t, len(x), 512, "an answer's string is bounded")
+			for _, r := range x {
+				require.False(t, r < 0x20 || r == 0x7f || r == '\u202e', "control or format character %U reached the model", r)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	for _, p := range decoded {
+		walk(p)
 	}
 }
 
@@ -255,13 +303,17 @@ func TestHostileUpstreamTextReachesNobody(t *testing.T) {
 		OnAttempt: []func(context.Context, retry.Event){telemetry.RetryHook(tel), func(_ context.Context, e retry.Event) { hooks.add(e) }},
 	})
 	cb := callbacks.MustNew(callbacks.Config{
-		Dependencies:  deps,
-		MutatingTools: []string{"charge"},
-		Retry:         r,
-		Journal:       j,
-		Logger:        logger,
-		Observer:      tel,
-		OnEvent:       func(e callbacks.Event) { hooks.add(e) },
+		Dependencies: deps,
+		SideEffects: callbacks.SideEffects{
+			MutatingTools: []string{"charge"},
+			Retry:         r,
+			Journal:       j,
+		},
+		Observability: callbacks.Observability{
+			Logger:   logger,
+			Observer: tel,
+			OnEvent:  func(e callbacks.Event) { hooks.add(e) },
+		},
 	})
 
 	c := &client{base: srv.URL, http: &http.Client{Transport: httptransport.MustNew(httptransport.Config{Map: deps})}}
@@ -294,19 +346,32 @@ func TestHostileUpstreamTextReachesNobody(t *testing.T) {
 	require.NoError(t, err)
 
 	t.Run("model requests", func(t *testing.T) {
+		// Both sides of the boundary (issue 22): fetch_inband's dependency answered (an
+		// in-band failure naming no outage), so the model reads its words, cleaned and
+		// with known secret shapes masked; every other tool's dependency failed, so the
+		// model reads none of them.
 		reqs := m.Requests()
 		require.Greater(t, len(reqs), len(corpus)*len(toolsInTurn))
-		var all strings.Builder
+		var failed, answered strings.Builder
 		responses := 0
 		for _, req := range reqs {
-			b, err := json.Marshal(req.Contents)
-			require.NoError(t, err)
-			all.Write(b)
-			all.WriteByte('\n')
+			for _, c := range req.Contents {
+				for _, p := range c.Parts {
+					w := &failed
+					if p.FunctionResponse != nil && p.FunctionResponse.Name == "fetch_inband" {
+						w = &answered
+					}
+					b, err := json.Marshal(p)
+					require.NoError(t, err)
+					w.Write(b)
+					w.WriteByte('\n')
+				}
+			}
 			responses += len(req.FunctionResponses())
 		}
 		require.NotZero(t, responses, "function responses were searched")
-		requireNoLeak(t, "a model request", all.String())
+		requireNoLeak(t, "a model request", failed.String())
+		requireAnswerCleaned(t, answered.String())
 	})
 	// The journal's own records are searched apart: their fix is the journal's.
 	own, journalRecords := splitLog(t, logs.String(), "journal reconciled intent")

@@ -168,9 +168,11 @@ func TestRefusedMutationIsFailedAndMayBeRetried(t *testing.T) {
 		return map[string]any{"success": true, "charge_id": "ch_1"}, nil
 	})
 	w := newAnswersWorld(t, tl, callbacks.Config{
-		MutatingTools: []string{"charge_card"},
-		Retry:         retry.MustNew(retry.Config{Journal: j.ForRetry()}),
-		Journal:       j,
+		SideEffects: callbacks.SideEffects{
+			MutatingTools: []string{"charge_card"},
+			Retry:         retry.MustNew(retry.Config{Journal: j.ForRetry()}),
+			Journal:       j,
+		},
 	})
 	first := w.turn(t)
 	require.Contains(t, first, "The card was declined.")

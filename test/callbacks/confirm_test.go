@@ -127,7 +127,7 @@ func answer(t *testing.T, f *callbackstest.Fixture, req *genai.FunctionCall, con
 }
 
 // TestConfirmUnknownReplay follows a charge whose outcome is UNKNOWN through the real
-// runner with Config.ConfirmUnknownReplays: the model's repeat is not sent but put to
+// runner with Config.SideEffects.ConfirmUnknownReplays: the model's repeat is not sent but put to
 // the user through adk-go's tool confirmation. Confirmed, the journal's intent is
 // approved and the charge is sent once more with the same idempotency key (the server
 // recognises it and applies nothing twice). Declined, nothing is sent and the intent
@@ -165,14 +165,14 @@ func TestConfirmUnknownReplay(t *testing.T) {
 					breakertest.Text("done"),         // after the user's answer
 				},
 				Deps:      map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
-				Callbacks: callbacks.Config{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: true},
+				Callbacks: callbacks.Config{SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: true}},
 				Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 					var err error
 					j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.Clock})
 					require.NoError(t, err)
 					t.Cleanup(func() { _ = j.Close() })
 					r = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
-					cfg.Retry, cfg.Journal = r, j
+					cfg.SideEffects.Retry, cfg.SideEffects.Journal = r, j
 				},
 				ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
 					return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}
@@ -250,8 +250,8 @@ func TestConfirmUnknownReplaysNeedsJournal(t *testing.T) {
 	t.Parallel()
 	deps := dependencymap.MustNew(dependencymap.Config{})
 	r := retry.MustNew(retry.Config{})
-	_, err := callbacks.New(callbacks.Config{Dependencies: deps, Retry: r, ConfirmUnknownReplays: true})
-	require.ErrorContains(t, err, "Config.ConfirmUnknownReplays is true but Config.Journal is nil")
+	_, err := callbacks.New(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{Retry: r, ConfirmUnknownReplays: true}})
+	require.ErrorContains(t, err, "Config.SideEffects.ConfirmUnknownReplays is true but Config.SideEffects.Journal is nil")
 }
 
 // The crash child of TestCrashBetweenIntentAndOutcome: an agent that charges through
@@ -280,15 +280,15 @@ func crashChargeFixture(t *testing.T, cfg journal.Config, url string, confirm bo
 	f := callbackstest.New(t, callbackstest.Config{
 		Steps:     steps,
 		Deps:      map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
-		Callbacks: callbacks.Config{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: confirm},
+		Callbacks: callbacks.Config{SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge"}, ConfirmUnknownReplays: confirm}},
 		Prepare: func(f *callbackstest.Fixture, c *callbacks.Config) {
 			var err error
 			cfg.Clock = f.Clock
 			j, err = journal.Open(context.Background(), cfg)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = j.Close() })
-			c.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
-			c.Journal = j
+			c.SideEffects.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
+			c.SideEffects.Journal = j
 		},
 		ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
 			return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, url))}

@@ -43,8 +43,8 @@ func TestHalfOpenWithItsProbeOutQueuesHighPriorityWork(t *testing.T) {
 		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 			ctrl = admission.MustNew(admission.Config{Map: f.Deps, Journal: j, Clock: f.Clock, Sleeper: &retry.FakeSleeper{Clock: f.Clock},
 				Replay: func(context.Context, journal.QueueItem) error { replays.Add(1); return nil }})
-			cfg.Admission = ctrl
-			cfg.QueueTools = map[string]callbacks.QueueTool{"update_customer": {MaxWait: 10 * time.Minute, Priority: admission.PriorityHigh}}
+			cfg.SideEffects.Admission = ctrl
+			cfg.SideEffects.QueueTools = map[string]callbacks.QueueTool{"update_customer": {MaxWait: 10 * time.Minute, Priority: admission.PriorityHigh}}
 		},
 	})
 	b := f.Breaker(t, "crm")

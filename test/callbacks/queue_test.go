@@ -56,9 +56,9 @@ func TestQueuedUntilAnswerThroughTheRunner(t *testing.T) {
 		},
 		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"update_customer", "lookup_customer"}}},
 		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
-			cfg.Admission = admission.MustNew(admission.Config{Map: f.Deps, Journal: j, Clock: f.Clock,
+			cfg.SideEffects.Admission = admission.MustNew(admission.Config{Map: f.Deps, Journal: j, Clock: f.Clock,
 				Replay: func(context.Context, journal.QueueItem) error { return nil }})
-			cfg.QueueTools = map[string]callbacks.QueueTool{"update_customer": {MaxWait: 10 * time.Minute}}
+			cfg.SideEffects.QueueTools = map[string]callbacks.QueueTool{"update_customer": {MaxWait: 10 * time.Minute}}
 		},
 	})
 	f.Clock.Set(time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC))
@@ -101,12 +101,12 @@ func TestQueueConfigErrors(t *testing.T) {
 		cfg     callbacks.Config
 		wantErr string
 	}{
-		{name: "no admission", cfg: callbacks.Config{QueueTools: map[string]callbacks.QueueTool{"t": {MaxWait: time.Minute}}},
-			wantErr: "Config.Admission is nil"},
-		{name: "no wait", cfg: callbacks.Config{QueueTools: map[string]callbacks.QueueTool{"t": {}}},
-			wantErr: `Config.QueueTools["t"].MaxWait = 0s`},
-		{name: "empty name", cfg: callbacks.Config{QueueTools: map[string]callbacks.QueueTool{"": {MaxWait: time.Minute}}},
-			wantErr: `Config.QueueTools[""]`},
+		{name: "no admission", cfg: callbacks.Config{SideEffects: callbacks.SideEffects{QueueTools: map[string]callbacks.QueueTool{"t": {MaxWait: time.Minute}}}},
+			wantErr: "Config.SideEffects.Admission is nil"},
+		{name: "no wait", cfg: callbacks.Config{SideEffects: callbacks.SideEffects{QueueTools: map[string]callbacks.QueueTool{"t": {}}}},
+			wantErr: `Config.SideEffects.QueueTools["t"].MaxWait = 0s`},
+		{name: "empty name", cfg: callbacks.Config{SideEffects: callbacks.SideEffects{QueueTools: map[string]callbacks.QueueTool{"": {MaxWait: time.Minute}}}},
+			wantErr: `Config.SideEffects.QueueTools[""]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,7 +187,7 @@ func queueFixture(t *testing.T, srv *paymentsServer, fc callbackstest.Config) (*
 	var ctrl *admission.Controller
 	fc.Deps = map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"},
 		Policy: breaker.Policy{MinimumCalls: 1, Cooldown: 30 * time.Second, Jitter: -1}}}
-	fc.Callbacks = callbacks.Config{MutatingTools: []string{"charge"}}
+	fc.Callbacks = callbacks.Config{SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge"}}}
 	fc.Prepare = func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 		var err error
 		j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.Clock})
@@ -195,9 +195,9 @@ func queueFixture(t *testing.T, srv *paymentsServer, fc callbackstest.Config) (*
 		t.Cleanup(func() { _ = j.Close() })
 		ctrl = admission.MustNew(admission.Config{Map: f.Deps, Journal: j, Clock: f.Clock, Sleeper: &retry.FakeSleeper{Clock: f.Clock},
 			Replay: replayTo(srv.URL + "/charge")})
-		cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
-		cfg.Journal, cfg.Admission = j, ctrl
-		cfg.QueueTools = map[string]callbacks.QueueTool{"charge": {MaxWait: time.Hour}}
+		cfg.SideEffects.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
+		cfg.SideEffects.Journal, cfg.SideEffects.Admission = j, ctrl
+		cfg.SideEffects.QueueTools = map[string]callbacks.QueueTool{"charge": {MaxWait: time.Hour}}
 	}
 	fc.ToolsOf = func(f *callbackstest.Fixture) []tool.Tool {
 		return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}

@@ -155,13 +155,13 @@ func TestRetryUnknownMutationJournaledNotRetriedAndSettledAfterRestart(t *testin
 			breakertest.Text("done"),
 		},
 		Deps:      map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
-		Callbacks: callbacks.Config{MutatingTools: []string{"charge"}},
+		Callbacks: callbacks.Config{SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge"}}},
 		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 			var err error
 			j1, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: path}, Clock: f.Clock})
 			require.NoError(t, err)
 			r = retry.MustNew(retry.Config{Journal: j1.ForRetry(), Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add}})
-			cfg.Retry, cfg.Journal = r, j1
+			cfg.SideEffects.Retry, cfg.SideEffects.Journal = r, j1
 		},
 		ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
 			return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "charge", http.MethodPost, srv.URL+"/charge"))}
@@ -251,7 +251,7 @@ func TestRetryModelReissuesShareOneOperation(t *testing.T) {
 					b.Clock = f.Clock
 					r = retry.MustNew(retry.Config{Clock: f.Clock, Budgets: retry.MustNewBudgets(b),
 						OnAttempt: []func(context.Context, retry.Event){rec.Add}})
-					cfg.Retry = r
+					cfg.SideEffects.Retry = r
 				},
 				ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
 					return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "lookup_price", http.MethodGet, srv.URL+"/lookup"))}
@@ -308,8 +308,8 @@ func TestRetryConfigErrors(t *testing.T) {
 	j, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(dir, "j.db")}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })
-	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Journal: j})
-	require.ErrorContains(t, err, "Config.Journal is set but Config.Retry is nil")
+	_, err = callbacks.New(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{Journal: j}})
+	require.ErrorContains(t, err, "Config.SideEffects.Journal is set but Config.SideEffects.Retry is nil")
 
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps})
 	_, err = cb.WithIdempotencyKey(nil)
@@ -339,11 +339,11 @@ func TestRetryCallStoppedByALaterPluginIsNotAnAttempt(t *testing.T) {
 		Tools:     []tool.Tool{send},
 		Steps:     []breakertest.Step{breakertest.Call("send_email", args), breakertest.Call("send_email", args), breakertest.Text("done")},
 		Deps:      map[string]dependencymap.Dependency{"mail": {Tools: []string{"send_email"}}},
-		Callbacks: callbacks.Config{MutatingTools: []string{"send_email"}},
+		Callbacks: callbacks.Config{SideEffects: callbacks.SideEffects{MutatingTools: []string{"send_email"}}},
 		After:     []*plugin.Plugin{confirm},
 		Marker:    true,
 		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
-			cfg.Retry = retry.MustNew(retry.Config{Clock: f.Clock, Policy: retry.Policy{MaxAttempts: 1},
+			cfg.SideEffects.Retry = retry.MustNew(retry.Config{Clock: f.Clock, Policy: retry.Policy{MaxAttempts: 1},
 				OnAttempt: []func(context.Context, retry.Event){rec.Add}})
 		},
 	})
@@ -379,8 +379,8 @@ func TestReadRetriedAfterTimeoutLeavesNoBacklog(t *testing.T) {
 			j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.Clock})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = j.Close() })
-			cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
-			cfg.Journal = j
+			cfg.SideEffects.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
+			cfg.SideEffects.Journal = j
 		},
 		ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {
 			return []tool.Tool{f.CB.MustWithIdempotencyKey(httpTool(t, "lookup", http.MethodPost, srv.URL+"/lookup"))}

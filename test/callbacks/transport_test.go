@@ -74,14 +74,14 @@ func TestTransportClassificationIsHonoured(t *testing.T) {
 		Tools:     []tool.Tool{charge},
 		Steps:     []breakertest.Step{breakertest.Call("charge", args), breakertest.Call("charge", args), breakertest.Text("done")},
 		Deps:      map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge"}}},
-		Callbacks: callbacks.Config{MutatingTools: []string{"charge"}},
+		Callbacks: callbacks.Config{SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge"}}},
 		Prepare: func(f *callbackstest.Fixture, cfg *callbacks.Config) {
 			var err error
 			j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.Clock})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = j.Close() })
-			cfg.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add}})
-			cfg.Journal = j
+			cfg.SideEffects.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock, OnAttempt: []func(context.Context, retry.Event){rec.Add}})
+			cfg.SideEffects.Journal = j
 		},
 	})
 	turn := f.Run(t, "charge it")

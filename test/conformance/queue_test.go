@@ -65,7 +65,7 @@ func waitQueueEvent(t *testing.T, w *world, k admission.EventKind, n int) {
 
 // Case 6: the breaker opens while a high-priority item is queued.
 //
-// Expected per the admission docs and the callbacks docs (Config.Admission,
+// Expected per the admission docs and the callbacks docs (Config.SideEffects.Admission,
 // QueueTools): with payments' breaker open, a high-priority charge is queued durably
 // with its arguments, its operation's idempotency key and an expiry, and the model is
 // told "queued until HH:MM"; a low-priority call is rejected (reason low_priority) and

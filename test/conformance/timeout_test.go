@@ -68,7 +68,7 @@ const clientTimeout = 5 * time.Second
 // against the dependency"). Expected per the README ("a side effect whose outcome is
 // UNKNOWN is never sent again on its own"; "UNKNOWN ... is retried only when the
 // operation is declared idempotent or reconciliation proved it was not applied") and
-// callbacks.Config.MutatingTools (the model "gets an outcome-unknown payload telling it
+// callbacks.Config.SideEffects.MutatingTools (the model "gets an outcome-unknown payload telling it
 // not to repeat the action"):
 //
 //   - mutation, nothing settles it: the model is told the outcome is unknown, its

@@ -244,17 +244,21 @@ func newWorld(t *testing.T, s setup) *world {
 		OnAttempt: []func(context.Context, retry.Event){func(_ context.Context, e retry.Event) { w.attempts.add(e) }},
 	})
 	w.guard = callbacks.MustNew(callbacks.Config{
-		Dependencies:          w.deps,
-		MutatingTools:         s.mutating,
-		Retry:                 w.retrier,
-		Journal:               j,
-		ConfirmUnknownReplays: s.confirm,
-		Admission:             w.queue,
-		QueueTools:            s.queueTools,
-		LoopGuard:             s.loopGuard,
-		Logger:                logger,
-		OnEvent:               w.events.add,
-		Clock:                 w.clk,
+		Dependencies: w.deps,
+		LoopGuard:    s.loopGuard,
+		Clock:        w.clk,
+		SideEffects: callbacks.SideEffects{
+			MutatingTools:         s.mutating,
+			Retry:                 w.retrier,
+			Journal:               j,
+			ConfirmUnknownReplays: s.confirm,
+			Admission:             w.queue,
+			QueueTools:            s.queueTools,
+		},
+		Observability: callbacks.Observability{
+			Logger:  logger,
+			OnEvent: w.events.add,
+		},
 	})
 
 	var tools []tool.Tool

@@ -163,10 +163,14 @@ func journalAndRetry(ctx context.Context, deps *dependencymap.Map, paymentsStatu
 
 func pluginWithJournal(deps *dependencymap.Map, r *retry.Retrier, j *journal.Journal, chargeTool tool.Tool) {
 	guard := callbacks.MustNew(callbacks.Config{
-		Dependencies:  deps,
-		MutatingTools: []string{"charge_card"}, // side effects: UNKNOWN is never replayed
-		Retry:         r,                       // the model's identical re-issues are the same operation
-		Journal:       j,
+		Dependencies: deps,
+		SideEffects: callbacks.SideEffects{
+			MutatingTools: []string{"charge_card"},
+			// side effects: UNKNOWN is never replayed
+			Retry: r,
+			// the model's identical re-issues are the same operation
+			Journal: j,
+		},
 	})
 	charge := guard.MustWithIdempotencyKey(chargeTool) // its HTTP client sends the operation's key
 
@@ -181,7 +185,7 @@ func metrics(ctx context.Context, j *journal.Journal, routes []modelfailover.Rou
 		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
 	})
 	tel.Watch(deps)
-	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observer: tel})
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: tel}})
 	obs := tel.ModelObserver() // for model failover, if you use it
 	failover := modelfailover.MustNew(modelfailover.Config{Breakers: deps, Observer: obs, Routes: routes})
 	obs.Watch(failover)

@@ -40,7 +40,7 @@ func main() {
 	})
 	tel.Watch(deps)
 	r := retry.MustNew(retry.Config{Journal: j.ForRetry()})
-	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observer: tel, Retry: r, Journal: j})
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{Retry: r, Journal: j}, Observability: callbacks.Observability{Observer: tel}})
 	if err := app.Run(guard.Plugin()); err != nil {
 		log.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func main() {
 		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
 	})
 	tel.Watch(deps)
-	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observer: tel})
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: tel}})
 	if err := app.Run(guard.Plugin()); err != nil {
 		log.Fatal(err)
 	}
