@@ -96,7 +96,7 @@ func TestSimulateConfigAndFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, `"window": "10m0s"`) || !strings.Contains(out, `"minimum_calls": 10`) {
+	if !strings.Contains(out, `"window": "10m"`) || !strings.Contains(out, `"minimum_calls": 10`) {
 		t.Errorf("the crm policy (10m window, 10 calls) is not the one simulated:\n%s", out)
 	}
 }
