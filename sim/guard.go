@@ -65,11 +65,11 @@ type guard interface {
 // noGuard: every call goes through.
 type noGuard struct{ attempts int }
 
-func (g noGuard) admit(*call) (bool, answer) { return true, answerData }
+func (g noGuard) admit(*call) (bool, answer)            { return true, answerData }
 func (noGuard) finish(*call, bool, bool, time.Duration) {}
-func (noGuard) endRun(*turn)                 {}
-func (g noGuard) clientAttempts() int        { return g.attempts }
-func (noGuard) check() error                 { return nil }
+func (noGuard) endRun(*turn)                            {}
+func (g noGuard) clientAttempts() int                   { return g.attempts }
+func (noGuard) check() error                            { return nil }
 
 // consecutiveGuard is the comparison breaker most libraries default to (gobreaker's
 // defaults): it trips when consecutive failures exceed MaxConsecutive, stays open for
