@@ -37,7 +37,7 @@ func TestEveryKeyHasAFlag(t *testing.T) {
 		"outage_mode": "error", "error_latency": "2s", "retry_after": "1m", "model_latency": "3s", "sub_agents": "4",
 		"client_attempts": "1", "client_backoff": "2s", "reissues": "0", "reissue_after_error": "0.2",
 		"reissue_after_unavailable": "1", "tool_timeout": "2s", "turn_timeout": "8s", "bulkhead": "2",
-		"strategies": "naive,agentbreaker-policy",
+		"strategies":             "naive,agentbreaker-policy",
 		"failure_rate_threshold": "0.9", "minimum_calls": "5", "window_calls": "off", "window": "10s", "buckets": "2",
 		"slow_call_threshold": "250ms", "slow_call_rate_threshold": "0.9", "cooldown": "45s",
 		"cooldown_multiplier": "2", "max_cooldown": "2m", "jitter": "-1", "half_open_probes": "3",

@@ -29,6 +29,6 @@ func ExampleWrite() {
 	fmt.Println(img.Bounds().Dx(), "x", img.Bounds().Dy())
 	fmt.Println(plot.Titles(res)[1])
 	// Output:
-	// 1498 x 221
-	// agentbreaker-policy: calls to enrichment per 10 s (32 in outage)
+	// 1498 x 322
+	// agentbreaker-policy: calls to enrichment (32 in outage)
 }
