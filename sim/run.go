@@ -102,8 +102,8 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 	case StrategyConsecutive:
 		p := gobreakerDefaults
 		x.g = &consecutiveGuard{p: p, attempts: s.ClientAttempts, now: e.clk.Now, rec: x.rec}
-		sr.Description = fmt.Sprintf("trips after more than %d consecutive failures, open %v, one probe; same retries as naive",
-			p.MaxConsecutive, p.Open)
+		sr.Description = fmt.Sprintf("trips after more than %d consecutive failures, open %s, one probe; same retries as naive",
+			p.MaxConsecutive, shortDuration(p.Open))
 		sr.Breaker = true
 	case StrategyDefaults, StrategyPolicy:
 		var def breaker.Policy // the plugin's defaults: dependencymap applies its tool defaults
