@@ -61,7 +61,7 @@ func TestSimulateWritesOutputs(t *testing.T) {
 	if img, err := png.Decode(f); err != nil || img.Bounds().Dy() < 800 {
 		t.Fatalf("incident.png: %v", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "incident.svg")); err != nil || !bytes.Contains(b, []byte("agentbreaker-policy: breaker state")) {
+	if b, err := os.ReadFile(filepath.Join(dir, "incident.svg")); err != nil || !bytes.Contains(b, []byte("agentbreaker-policy: 50% failed of ≥20 calls")) {
 		t.Fatalf("incident.svg: %v", err)
 	}
 }

@@ -35,6 +35,8 @@ const (
 	panelWidth   = 5.2 * vg.Inch
 	panelHeight  = 2.6 * vg.Inch
 	headerHeight = 0.75 * vg.Inch
+	// captionHeight is the line above each row naming the strategy and its policy.
+	captionHeight = 20
 	dpi          = 96
 )
 
@@ -61,18 +63,28 @@ func Titles(r *sim.Result) []string {
 	return out
 }
 
+// title is a panel's title; the row's caption above it names the strategy.
 func title(r *sim.Result, sr sim.StrategyResult, col int) string {
 	switch col {
 	case 0:
 		if !sr.Breaker {
-			return sr.Name + ": no breaker"
+			return "no breaker"
 		}
-		return fmt.Sprintf("%s: breaker state (%d probes in outage)", sr.Name, sr.Summary.ProbesDuringOutage)
+		return fmt.Sprintf("breaker state (%d probes in outage)", sr.Summary.ProbesDuringOutage)
 	case 1:
-		return fmt.Sprintf("%s: calls to %s (%d in outage)", sr.Name, r.Scenario.Dependency, sr.Summary.CallsDuringOutage)
+		return fmt.Sprintf("calls to %s (%d in outage)", r.Scenario.Dependency, sr.Summary.CallsDuringOutage)
 	default:
-		return fmt.Sprintf("%s: turn latency", sr.Name)
+		return "turn latency"
 	}
+}
+
+// Caption is a strategy row's caption: its name and what guarded the calls, for
+// agentbreaker's strategies the policy read back from the breaker that ran.
+func Caption(sr sim.StrategyResult) string {
+	if sr.Policy != nil {
+		return sr.Name + ": " + sr.Policy.Description
+	}
+	return sr.Name + ": " + sr.Description
 }
 
 // Header returns the figure's title line, above the legend.
@@ -90,7 +102,7 @@ func Size(r *sim.Result) (w, h int) {
 }
 
 func figureSize(r *sim.Result) (vg.Length, vg.Length) {
-	return panelWidth * vg.Length(len(Columns)), panelHeight*vg.Length(len(r.Strategies)) + headerHeight
+	return panelWidth * vg.Length(len(Columns)), (panelHeight+captionHeight)*vg.Length(len(r.Strategies)) + headerHeight
 }
 
 // Write draws r in format f to w.
@@ -128,13 +140,17 @@ func Write(w io.Writer, r *sim.Result, f Format) error {
 	body.Max.Y = header.Min.Y
 	drawHeader(header, r)
 	tiles := draw.Tiles{Rows: len(r.Strategies), Cols: len(Columns),
-		PadTop: vg.Points(4), PadBottom: vg.Points(6), PadLeft: vg.Points(8), PadRight: vg.Points(12),
-		PadX: vg.Points(22), PadY: vg.Points(16)}
+		PadTop: vg.Points(4) + captionHeight, PadBottom: vg.Points(6), PadLeft: vg.Points(8), PadRight: vg.Points(12),
+		PadX: vg.Points(22), PadY: vg.Points(16) + captionHeight}
 	canvases := plot.Align(plots, tiles, body)
+	captionStyle := text.Style{Font: font.From(plot.DefaultFont, titleSize), Handler: plot.DefaultTextHandler}
+	captionStyle.Font.Variant = "Sans"
 	for i := range plots {
 		for j := range plots[i] {
 			plots[i][j].Draw(canvases[i][j])
 		}
+		top := canvases[i][0].Max.Y
+		c.FillText(captionStyle, vg.Point{X: c.Min.X + vg.Points(10), Y: top + vg.Points(5)}, Caption(r.Strategies[i]))
 	}
 	_, err := out.WriteTo(w)
 	return err

@@ -160,6 +160,16 @@ func TestSVGTitles(t *testing.T) {
 			t.Errorf("SVG has no title %q", want)
 		}
 	}
+	// Each row's caption: agentbreaker's strategies print the policy their breaker ran.
+	for _, sr := range r.Strategies {
+		want := Caption(sr)
+		if sr.Policy != nil && !strings.Contains(want, sr.Policy.Description) {
+			t.Errorf("caption %q lacks the policy %q", want, sr.Policy.Description)
+		}
+		if !slices.Contains(texts, want) {
+			t.Errorf("SVG has no caption %q", want)
+		}
+	}
 	// Axis labels with units and the time zone, the legend of the band and of each
 	// line, and the note standing for the naive row's missing breaker.
 	for _, want := range []string{"open", "half-open", "closed", "14:00", "time (UTC)", "calls per 10 s", "seconds",

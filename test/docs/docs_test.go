@@ -110,6 +110,9 @@ func render(r *runner, name, page string, update bool, fail func(string, ...any)
 			name, f.line+1, f.path, f.cmd, len(have), len(res.file))
 	}
 	for i, l := range lines {
+		if strings.HasPrefix(l, "    ") || strings.HasPrefix(l, "\t") {
+			continue // an indented code block: examples of markers, not markers
+		}
 		var ferr error
 		lines[i] = figMarker.ReplaceAllStringFunc(l, func(m string) string {
 			sub := figMarker.FindStringSubmatch(m)

@@ -40,7 +40,7 @@ func scan(name string, lines []string) ([]block, []file, error) {
 	var blocks []block
 	var files []file
 	for i, l := range lines {
-		l = strings.TrimSpace(l)
+		l = strings.TrimRight(l, " \t") // an indented marker is an example, not a marker
 		if m := fileMarker.FindStringSubmatch(l); m != nil {
 			files = append(files, file{line: i, path: m[1], cmd: m[2]})
 			continue
