@@ -37,7 +37,7 @@ const (
 	headerHeight = 0.75 * vg.Inch
 	// captionHeight is the line above each row naming the strategy and its policy.
 	captionHeight = 20
-	dpi          = 96
+	dpi           = 96
 )
 
 // Type sizes: nothing below 11 pt, readable at 100% in a postmortem document.
