@@ -157,3 +157,34 @@ func TestScenarioFileErrorsPointAtTheKey(t *testing.T) {
 }
 
 var _ = io.Discard
+
+// TestWindowFlagsChangeTheRun is a regression test: -window 1s, 20s and 5m once gave the
+// same run (the count window of the default policy ignored them) while the header echoed
+// the flag; -minimum-calls 50 was accepted and capped at 20 without a word.
+func TestWindowFlagsChangeTheRun(t *testing.T) {
+	seen := map[string]string{}
+	for _, w := range []string{"5s", "20s", "5m"} {
+		code, out, errOut := runCmd(t, append([]string{"simulate", "-quiet", "-strategies", "agentbreaker-policy", "-window", w}, short...)...)
+		if code != 0 {
+			t.Fatalf("-window %s: exit %d: %s", w, code, errOut)
+		}
+		if !strings.Contains(out, "in a time window of the last "+w) {
+			t.Errorf("-window %s: the header does not say the window ran:\n%s", w, out)
+		}
+		table := out[strings.Index(out, "strategy"):]
+		for prev, other := range seen {
+			if other == table {
+				t.Errorf("-window %s ran the same as -window %s:\n%s", w, prev, table)
+			}
+		}
+		seen[w] = table
+	}
+	code, _, errOut := runCmd(t, append([]string{"simulate", "-quiet", "-minimum-calls", "50"}, short...)...)
+	if code != 1 || !strings.Contains(errOut, "policy.minimum_calls = 50") || !strings.Contains(errOut, "window_calls") {
+		t.Errorf("-minimum-calls 50 over a count window of 20: exit %d, %q", code, errOut)
+	}
+	code, out, errOut := runCmd(t, append([]string{"simulate", "-quiet", "-strategies", "agentbreaker-policy", "-window-calls", "off", "-minimum-calls", "50"}, short...)...)
+	if code != 0 || !strings.Contains(out, "≥50 calls in a time window of the last 1m") {
+		t.Errorf("-window-calls off -minimum-calls 50: exit %d, %s%s", code, out, errOut)
+	}
+}
