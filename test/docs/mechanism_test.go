@@ -1,7 +1,11 @@
 package docs
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"slices"
 	"strings"
 	"testing"
@@ -97,5 +101,36 @@ func TestFilters(t *testing.T) {
 		if _, err := filter(out, bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// TestSameImage: a PNG equals itself and a copy with one pixel a shade off, and not one
+// with a block of pixels changed.
+func TestSameImage(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 200, 100))
+	for i := range img.Pix {
+		img.Pix[i] = 255
+	}
+	enc := func(m image.Image) []byte {
+		var b bytes.Buffer
+		if err := png.Encode(&b, m); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	base := enc(img)
+	shade := image.NewRGBA(img.Rect)
+	copy(shade.Pix, img.Pix)
+	shade.Set(3, 3, color.RGBA{200, 200, 200, 255})
+	moved := image.NewRGBA(img.Rect)
+	copy(moved.Pix, img.Pix)
+	for x := range 40 {
+		moved.Set(x, 50, color.RGBA{0, 0, 0, 255})
+	}
+	if !sameImage(base, enc(shade)) {
+		t.Error("one pixel off counts as another image")
+	}
+	if sameImage(base, enc(moved)) {
+		t.Error("a drawn line counts as the same image")
 	}
 }
