@@ -132,8 +132,12 @@ type Scenario struct {
 	// Defaults to 20.
 	Bulkhead int `yaml:"bulkhead" json:"bulkhead"`
 
-	// Policy is the user's breaker policy, in the dependency file's form. Absent fields
-	// take DefaultPolicy's values (the design document's: 50% over 20 calls, 30 s cooldown).
+	// Policy is the user's breaker policy, in the dependency file's form; its keys are
+	// flags of their own (-window, -window-calls, …). Absent fields take DefaultPolicy's
+	// values (the design document's: 50% failed in a count window of the last 20 calls,
+	// a fixed 30 s cooldown), except that a policy giving window or buckets and not
+	// window_calls gets a time window. A key the resulting policy would ignore (window
+	// beside a count window, max_cooldown with a fixed cooldown, …) is an error.
 	Policy depfile.Policy `yaml:"policy" json:"policy"`
 	// Strategies to run, in order. Defaults to Strategies().
 	Strategies []string `yaml:"strategies" json:"strategies"`
@@ -446,7 +450,7 @@ func (f scenarioFile) scenario() (Scenario, error) {
 func LoadScenario(path string) (Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Scenario{}, fmt.Errorf("sim: %w", err)
+		return Scenario{}, err // the *fs.PathError names the file
 	}
 	s, err := ParseScenario(data)
 	if pe, ok := errors.AsType[*PositionError](err); ok {
