@@ -63,6 +63,11 @@ type Config struct {
 
 	// Clock is given to every breaker. Defaults to the system clock.
 	Clock clock.Clock
+	// Rand is given to every breaker for its cooldown jitter (see breaker.Config.Rand):
+	// a seeded source makes a run with jitter repeatable, as the simulator needs. Each
+	// breaker calls it under its own lock, so with more than one breaker it must be safe
+	// for concurrent use. Defaults to math/rand/v2.Float64.
+	Rand func() float64
 	// OnStateChange listeners are given to every breaker.
 	OnStateChange []func(breaker.Event)
 }

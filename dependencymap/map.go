@@ -160,7 +160,7 @@ func (m *Map) newBreaker(name string, p breaker.Policy, what string) (*breaker.B
 	if p.Version == "" {
 		p.Version = m.cfg.PolicyVersion
 	}
-	b, err := breaker.New(breaker.Config{Name: name, Policy: p, Clock: m.cfg.Clock, OnStateChange: m.cfg.OnStateChange})
+	b, err := breaker.New(breaker.Config{Name: name, Policy: p, Clock: m.cfg.Clock, Rand: m.cfg.Rand, OnStateChange: m.cfg.OnStateChange})
 	if err != nil {
 		return nil, fmt.Errorf("dependencymap: %s: %w", what, err)
 	}

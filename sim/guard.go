@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
@@ -48,8 +51,9 @@ type guard interface {
 	// admit is asked at the call's start instant. It reports whether the call is sent,
 	// and otherwise what the model is told.
 	admit(c *call) (bool, answer)
-	// finish reports a sent call's outcome at its completion instant.
-	finish(c *call, failed, timedOut bool)
+	// finish reports a sent call's outcome at its completion instant, with the delay a
+	// failed call stated (0 for none).
+	finish(c *call, failed, timedOut bool, retryAfter time.Duration)
 	// endRun is told when a turn's run has ended (no call of it in flight).
 	endRun(t *turn)
 	// clientAttempts is how many times the tool's own client tries a call.
@@ -61,11 +65,11 @@ type guard interface {
 // noGuard: every call goes through.
 type noGuard struct{ attempts int }
 
-func (g noGuard) admit(*call) (bool, answer) { return true, answerData }
-func (noGuard) finish(*call, bool, bool)     {}
-func (noGuard) endRun(*turn)                 {}
-func (g noGuard) clientAttempts() int        { return g.attempts }
-func (noGuard) check() error                 { return nil }
+func (g noGuard) admit(*call) (bool, answer)            { return true, answerData }
+func (noGuard) finish(*call, bool, bool, time.Duration) {}
+func (noGuard) endRun(*turn)                            {}
+func (g noGuard) clientAttempts() int                   { return g.attempts }
+func (noGuard) check() error                            { return nil }
 
 // consecutiveGuard is the comparison breaker most libraries default to (gobreaker's
 // defaults): it trips when consecutive failures exceed MaxConsecutive, stays open for
@@ -113,7 +117,8 @@ func (g *consecutiveGuard) admit(c *call) (bool, answer) {
 	return true, answerData
 }
 
-func (g *consecutiveGuard) finish(c *call, failed, _ bool) {
+// finish ignores a stated delay: gobreaker does not read it.
+func (g *consecutiveGuard) finish(c *call, failed, _ bool, _ time.Duration) {
 	if c.gen != g.gen {
 		return
 	}
@@ -148,15 +153,20 @@ type abGuard struct {
 	tool     simTool
 	timeout  time.Duration
 	rec      *recorder
+	breaker  *breaker.Breaker
+	now      func() time.Time
 }
 
-func newABGuard(s Scenario, p breaker.Policy, e *engine, rec *recorder, rnd func() float64) (*abGuard, error) {
+// newABGuard builds the plugin as a user would: def is dependencymap's Config.Default
+// (zero for the plugin's defaults), under which the map lays its tool defaults.
+func newABGuard(s Scenario, def breaker.Policy, e *engine, rec *recorder, rnd streams) (*abGuard, error) {
 	deps, err := dependencymap.New(dependencymap.Config{
-		Default: p,
+		Default: def,
 		Dependencies: map[string]dependencymap.Dependency{
 			s.Dependency: {Tools: []string{"lookup_" + s.Dependency}},
 		},
 		Clock: e.clk,
+		Rand:  rnd.jitter.Float64, // seeded: jitter on, and the run still repeatable
 		OnStateChange: []func(breaker.Event){func(ev breaker.Event) {
 			rec.transition(ev.At, ev.From, ev.To, ev.Reason)
 		}},
@@ -164,7 +174,11 @@ func newABGuard(s Scenario, p breaker.Policy, e *engine, rec *recorder, rnd func
 	if err != nil {
 		return nil, err
 	}
-	r, err := retry.New(retry.Config{Clock: e.clk, Rand: rnd})
+	b, ok := deps.Get(s.Dependency)
+	if !ok {
+		return nil, fmt.Errorf("sim: no breaker for %s", s.Dependency)
+	}
+	r, err := retry.New(retry.Config{Clock: e.clk, Rand: rnd.retry.Float64})
 	if err != nil {
 		return nil, err
 	}
@@ -186,9 +200,12 @@ func newABGuard(s Scenario, p breaker.Policy, e *engine, rec *recorder, rnd func
 	return &abGuard{
 		cb: cb, before: pl.BeforeToolCallback(), onErr: pl.OnToolErrorCallback(),
 		after: pl.AfterToolCallback(), afterRun: pl.AfterRunCallback(),
-		tool: simTool("lookup_" + s.Dependency), timeout: s.ToolTimeout, rec: rec,
+		tool: simTool("lookup_" + s.Dependency), timeout: s.ToolTimeout, rec: rec, breaker: b, now: e.clk.Now,
 	}, nil
 }
+
+// policy is the policy the dependency's breaker runs, after every default.
+func (g *abGuard) policy() breaker.Policy { return g.breaker.Policy() }
 
 func (g *abGuard) admit(c *call) (bool, answer) {
 	c.ctx = agent.NewToolContext(c.turn.inv, c.id, nil, nil)
@@ -214,15 +231,20 @@ func (g *abGuard) admit(c *call) (bool, answer) {
 	}
 }
 
-func (g *abGuard) finish(c *call, failed, timedOut bool) {
+func (g *abGuard) finish(c *call, failed, timedOut bool, retryAfter time.Duration) {
 	if !failed {
 		_, _ = g.after(c.ctx, g.tool, c.args, map[string]any{"status": "ok"}, nil)
 		return
 	}
 	var err error
-	if timedOut {
+	switch {
+	case timedOut:
 		err = &tooltimeout.TimeoutError{Tool: g.tool.Name(), Limit: g.timeout}
-	} else {
+	case retryAfter > 0:
+		// A 503 with Retry-After, as an HTTP tool reports it.
+		cl := classify.HTTPStatus(http.StatusServiceUnavailable, http.Header{"Retry-After": {strconv.Itoa(int(retryAfter.Seconds()))}}, g.now())
+		err = &classify.ToolError{Classification: cl, Message: g.tool.Name() + ": service unavailable"}
+	default:
 		err = fmt.Errorf("%s: read: %w", g.tool.Name(), syscall.ECONNRESET)
 	}
 	// adk-go's order: the on-error callbacks, then always the after-tool callbacks.

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -42,28 +41,44 @@ type StrategyResult struct {
 	Minutes []Minute `json:"minutes"`
 }
 
-// PolicyInfo is the breaker policy a strategy ran, in the dependency file's words.
+// PolicyInfo is the policy a strategy's breaker ran, read back from the breaker (every
+// default filled in), in the dependency file's keys: paste it under a dependency's
+// policy to run the same. Keys that take no effect in it are left out: a count window
+// has no window or buckets, a time window no window_calls.
 type PolicyInfo struct {
+	// Description is the policy in one line, as the timeline prints it.
+	Description          string  `json:"description"`
 	FailureRateThreshold float64 `json:"failure_rate_threshold"`
 	MinimumCalls         int     `json:"minimum_calls"`
-	Window               string  `json:"window"`
-	Cooldown             string  `json:"cooldown"`
-	CooldownMultiplier   float64 `json:"cooldown_multiplier"`
-	HalfOpenProbes       int     `json:"half_open_probes"`
+	// WindowCalls is the count window's size; Window and Buckets the time window's.
+	WindowCalls           int     `json:"window_calls,omitempty"`
+	Window                string  `json:"window,omitempty"`
+	Buckets               int     `json:"buckets,omitempty"`
+	SlowCallThreshold     string  `json:"slow_call_threshold"`
+	SlowCallRateThreshold float64 `json:"slow_call_rate_threshold,omitempty"`
+	Cooldown              string  `json:"cooldown"`
+	CooldownMultiplier    float64 `json:"cooldown_multiplier"`
+	MaxCooldown           string  `json:"max_cooldown,omitempty"`
+	// Jitter is negative when it is off.
+	Jitter         float64 `json:"jitter"`
+	HalfOpenProbes int     `json:"half_open_probes"`
+	ProbeLease     string  `json:"probe_lease"`
+	MaxRetryAfter  string  `json:"max_retry_after"`
+	Version        string  `json:"version,omitempty"`
 }
 
 func policyInfo(p breaker.Policy) PolicyInfo {
-	return PolicyInfo{FailureRateThreshold: p.FailureRateThreshold, MinimumCalls: p.MinimumCalls,
-		Window: p.Window.String(), Cooldown: p.Cooldown.String(), CooldownMultiplier: p.CooldownMultiplier,
-		HalfOpenProbes: p.HalfOpenProbes}
-}
-
-func describePolicy(p breaker.Policy) string {
-	s := fmt.Sprintf("%.0f%% over ≥%d calls in %v, cooldown %v", p.FailureRateThreshold*100, p.MinimumCalls, p.Window, p.Cooldown)
-	if p.CooldownMultiplier > 1 {
-		s += fmt.Sprintf(" ×%g per failed probe", p.CooldownMultiplier)
+	fp := FilePolicy(p)
+	pi := PolicyInfo{Description: DescribePolicy(p), FailureRateThreshold: fp.FailureRateThreshold,
+		MinimumCalls: fp.MinimumCalls, Window: fp.Window, Buckets: fp.Buckets,
+		SlowCallThreshold: fp.SlowCallThreshold, SlowCallRateThreshold: fp.SlowCallRateThreshold,
+		Cooldown: fp.Cooldown, CooldownMultiplier: fp.CooldownMultiplier, MaxCooldown: fp.MaxCooldown,
+		Jitter: fp.Jitter, HalfOpenProbes: fp.HalfOpenProbes, ProbeLease: fp.ProbeLease,
+		MaxRetryAfter: fp.MaxRetryAfter, Version: fp.Version}
+	if fp.WindowCalls > 0 {
+		pi.WindowCalls = int(fp.WindowCalls)
 	}
-	return s
+	return pi
 }
 
 // Summary holds a strategy's headline figures. Times are seconds; a figure that does
@@ -123,7 +138,8 @@ type Transition struct {
 
 // Series holds per-bin values.
 type Series struct {
-	// Calls reaching the dependency, and those that failed, per bin.
+	// Calls reaching the dependency per bin, by the instant they were sent, and those of
+	// them that failed (however late they ended), so Failures[i] ≤ Calls[i].
 	Calls    []int `json:"calls"`
 	Failures []int `json:"failures"`
 	// Rejected calls per bin.
@@ -198,10 +214,11 @@ func (r *recorder) sent(at time.Time, d time.Duration, hung bool) {
 	r.sum.PeakInFlight = max(r.sum.PeakInFlight, r.inFlight)
 }
 
-func (r *recorder) completed(at time.Time, failed bool) {
+// completed is told a call's outcome; sentAt is when the call was sent.
+func (r *recorder) completed(sentAt time.Time, failed bool) {
 	r.inFlight--
 	if failed {
-		r.fails[r.bin(at)]++
+		r.fails[r.bin(sentAt)]++
 		r.sum.FailedCalls++
 	}
 }

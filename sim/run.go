@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
 )
 
 // Start is the virtual instant every run starts at: 14:00, as in the design document's
@@ -51,12 +53,12 @@ func Run(s Scenario, opt Options) (*Result, error) {
 // streams are the run's random generators, one per concern, so that a strategy that
 // makes more calls does not shift the users' arrivals or the model's choices.
 type streams struct {
-	users, dep, model, client, retry *rand.Rand
+	users, dep, model, client, retry, jitter *rand.Rand
 }
 
 func newStreams(seed uint64) streams {
 	mk := func(k uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, k)) }
-	return streams{users: mk(1), dep: mk(2), model: mk(3), client: mk(4), retry: mk(5)}
+	return streams{users: mk(1), dep: mk(2), model: mk(3), client: mk(4), retry: mk(5), jitter: mk(6)}
 }
 
 // sim is one strategy's run.
@@ -100,24 +102,26 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 	case StrategyConsecutive:
 		p := gobreakerDefaults
 		x.g = &consecutiveGuard{p: p, attempts: s.ClientAttempts, now: e.clk.Now, rec: x.rec}
-		sr.Description = fmt.Sprintf("trips after more than %d consecutive failures, open %v, one probe; same retries as naive",
-			p.MaxConsecutive, p.Open)
+		sr.Description = fmt.Sprintf("trips after more than %d consecutive failures, open %s, one probe; same retries as naive",
+			p.MaxConsecutive, shortDuration(p.Open))
 		sr.Breaker = true
 	case StrategyDefaults, StrategyPolicy:
-		p := DefaultsPolicy()
+		var def breaker.Policy // the plugin's defaults: dependencymap applies its tool defaults
 		if name == StrategyPolicy {
 			var err error
-			if p, err = s.UserPolicy(); err != nil {
+			if def, err = s.userConfig(); err != nil {
 				return nil, err
 			}
 		}
-		g, err := newABGuard(s, p, e, x.rec, x.rnd.retry.Float64)
+		g, err := newABGuard(s, def, e, x.rec, x.rnd)
 		if err != nil {
 			return nil, err
 		}
 		x.g = g
+		// What the breaker runs, read back from it: never the input.
+		p := g.policy()
 		sr.Description = fmt.Sprintf("agentbreaker callbacks: %s; bulkhead %d; retry budget; one client attempt",
-			describePolicy(p), s.Bulkhead)
+			DescribePolicy(p), s.Bulkhead)
 		sr.Breaker = true
 		pi := policyInfo(p)
 		sr.Policy = &pi
@@ -204,6 +208,10 @@ func (x *sim) attempt(t *turn, sub, n int) {
 	default:
 		d = x.s.ErrorLatency
 	}
+	var retryAfter time.Duration // stated by a fast failure of the outage
+	if failed && x.s.OutageMode == ModeError && x.inOutage(now) {
+		retryAfter = x.s.RetryAfter
+	}
 	timedOut := d >= x.s.ToolTimeout
 	if timedOut {
 		d, failed = x.s.ToolTimeout, true
@@ -212,8 +220,8 @@ func (x *sim) attempt(t *turn, sub, n int) {
 	t.inFlight++
 	x.e.after(d, func() {
 		t.inFlight--
-		x.rec.completed(x.e.now, failed)
-		x.g.finish(c, failed, timedOut)
+		x.rec.completed(now, failed) // in the bin it was sent in, so failed ≤ calls per bin
+		x.g.finish(c, failed, timedOut, retryAfter)
 		switch {
 		case !failed:
 			x.subDone(t, sub, answerData)

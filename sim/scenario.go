@@ -1,20 +1,19 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentbreaker/agentbreaker"
-
-	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
 )
@@ -58,7 +57,9 @@ func Strategies() []string {
 type Scenario struct {
 	// Seed drives every random choice; the same seed gives the same result. Defaults to 1.
 	Seed uint64 `yaml:"seed" json:"seed"`
-	// Duration is how much virtual time is simulated. Defaults to 14m.
+	// Duration is how much virtual time is simulated. Defaults to 18m: the outage and
+	// seven minutes after it, long enough for a cooldown grown to its 5m cap to end and
+	// the plugin's default breaker to close again.
 	Duration time.Duration `yaml:"duration" json:"duration"`
 	// Users is how many users converse with the agent at once. Each sends turns at
 	// random (Poisson) moments, TurnRate/Users per second on average, whether or not
@@ -90,6 +91,11 @@ type Scenario struct {
 	OutageMode string `yaml:"outage_mode" json:"outage_mode"`
 	// ErrorLatency is how long a failing call takes in error mode. Defaults to 100ms.
 	ErrorLatency time.Duration `yaml:"error_latency" json:"error_latency"`
+	// RetryAfter, in error mode, is the delay each failing call of the outage states: an
+	// HTTP 503 with a Retry-After header, which agentbreaker's breaker honours (up to the
+	// policy's max_retry_after) and the other strategies ignore. Defaults to 0: no delay
+	// stated.
+	RetryAfter time.Duration `yaml:"retry_after" json:"retry_after"`
 
 	// ModelLatency is one model step: deciding to call the tool, and answering or
 	// re-issuing after it. Defaults to 1s.
@@ -126,8 +132,12 @@ type Scenario struct {
 	// Defaults to 20.
 	Bulkhead int `yaml:"bulkhead" json:"bulkhead"`
 
-	// Policy is the user's breaker policy, in the dependency file's form. Absent fields
-	// take DefaultPolicy's values (the design document's: 50% over 20 calls, 30 s cooldown).
+	// Policy is the user's breaker policy, in the dependency file's form; its keys are
+	// flags of their own (-window, -window-calls, …). Absent fields take DefaultPolicy's
+	// values (the design document's: 50% failed in a count window of the last 20 calls,
+	// a fixed 30 s cooldown), except that a policy giving window or buckets and not
+	// window_calls gets a time window. A key the resulting policy would ignore (window
+	// beside a count window, max_cooldown with a fixed cooldown, …) is an error.
 	Policy depfile.Policy `yaml:"policy" json:"policy"`
 	// Strategies to run, in order. Defaults to Strategies().
 	Strategies []string `yaml:"strategies" json:"strategies"`
@@ -150,7 +160,7 @@ func (s Scenario) WithDefaults() Scenario {
 	if s.Seed == 0 {
 		s.Seed = 1
 	}
-	def(&s.Duration, 14*time.Minute)
+	def(&s.Duration, 18*time.Minute)
 	if s.Users == 0 {
 		s.Users = 30
 	}
@@ -267,6 +277,12 @@ func (s Scenario) Validate() error {
 	if s.OutageMode != ModeHang && s.OutageMode != ModeError {
 		return bad("outage_mode", s.OutageMode, `must be "hang" or "error"`)
 	}
+	if s.RetryAfter < 0 || s.RetryAfter > time.Hour {
+		return bad("retry_after", s.RetryAfter, "must be from 0 (none) to 1h")
+	}
+	if s.RetryAfter > 0 && s.OutageMode != ModeError {
+		return bad("retry_after", s.RetryAfter, `a hanging call states no delay; set outage_mode: error`)
+	}
 	if strings.TrimSpace(s.Dependency) == "" {
 		return bad("dependency", s.Dependency, "must not be blank")
 	}
@@ -280,10 +296,11 @@ func (s Scenario) Validate() error {
 		}
 		seen[name] = true
 	}
-	if _, err := s.UserPolicy(); err != nil {
+	p, err := s.UserPolicy()
+	if err != nil {
 		return err
 	}
-	return nil
+	return s.checkPolicyFields(p)
 }
 
 // scenarioFile is the on-disk form: durations are Go duration strings.
@@ -300,6 +317,7 @@ type scenarioFile struct {
 	OutageErrorRate         *float64       `yaml:"outage_error_rate"`
 	OutageMode              string         `yaml:"outage_mode"`
 	ErrorLatency            string         `yaml:"error_latency"`
+	RetryAfter              string         `yaml:"retry_after"`
 	ModelLatency            string         `yaml:"model_latency"`
 	SubAgents               *int           `yaml:"sub_agents"`
 	ClientAttempts          *int           `yaml:"client_attempts"`
@@ -327,16 +345,25 @@ func setInt(dst *int, src *int, name string) error {
 	return nil
 }
 
-// ParseScenario reads a YAML (or JSON, which is YAML) scenario. Unknown fields are
+// ParseScenario reads a YAML (or JSON, which is YAML) scenario. Unknown keys are
 // errors, so a typo never silently falls back to a default. The result has defaults
-// applied and is validated.
+// applied and is validated. A problem in the file is a *PositionError with the line and
+// column, around a *ConfigError naming the key by its path in the file where it is one.
 func ParseScenario(data []byte) (Scenario, error) {
 	var f scenarioFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return Scenario{}, fmt.Errorf("sim: scenario: %w", err)
+	doc, err := decodeScenarioFile(data, &f)
+	if err != nil {
+		return Scenario{}, err
 	}
+	s, err := f.scenario()
+	if err != nil {
+		return Scenario{}, at(doc, err)
+	}
+	return s, nil
+}
+
+// scenario converts the file's values, applies the defaults and validates.
+func (f scenarioFile) scenario() (Scenario, error) {
 	var s Scenario
 	if f.Seed != nil {
 		s.Seed = *f.Seed
@@ -351,6 +378,7 @@ func ParseScenario(data []byte) (Scenario, error) {
 		{"outage_start", f.OutageStart, &s.OutageStart},
 		{"outage_end", f.OutageEnd, &s.OutageEnd},
 		{"error_latency", f.ErrorLatency, &s.ErrorLatency},
+		{"retry_after", f.RetryAfter, &s.RetryAfter},
 		{"model_latency", f.ModelLatency, &s.ModelLatency},
 		{"client_backoff", f.ClientBackoff, &s.ClientBackoff},
 		{"tool_timeout", f.ToolTimeout, &s.ToolTimeout},
@@ -422,14 +450,33 @@ func ParseScenario(data []byte) (Scenario, error) {
 func LoadScenario(path string) (Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Scenario{}, fmt.Errorf("sim: %w", err)
+		return Scenario{}, err // the *fs.PathError names the file
 	}
 	s, err := ParseScenario(data)
+	if pe, ok := errors.AsType[*PositionError](err); ok {
+		// path:line:column, as compilers write it, so editors jump there.
+		where := fmt.Sprintf("%s:%d", path, pe.Line)
+		if pe.Column > 0 {
+			where += fmt.Sprintf(":%d", pe.Column)
+		}
+		msg := strings.TrimPrefix(pe.Error(), fmt.Sprintf("line %d: ", pe.Line))
+		msg = strings.TrimPrefix(msg, fmt.Sprintf("line %d, column %d: ", pe.Line, pe.Column))
+		return Scenario{}, &fileError{where: where, msg: msg, err: err}
+	}
 	if err != nil {
 		return Scenario{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }
+
+// fileError is a PositionError with the file's name in front.
+type fileError struct {
+	where, msg string
+	err        error
+}
+
+func (e *fileError) Error() string { return e.where + ": " + e.msg }
+func (e *fileError) Unwrap() error { return e.err }
 
 // onset and recovery are the outage bounds as instants of a run that starts at start.
 func (s Scenario) onset(start time.Time) time.Time    { return start.Add(s.OutageStart) }
@@ -438,11 +485,38 @@ func (s Scenario) recovery(start time.Time) time.Time { return start.Add(s.Outag
 // policyError puts a dependency-file policy error under the scenario's policy field. The
 // dependencymap and breaker errors already name the field and the value.
 func policyError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "dependencymap: ")
-	if strings.HasPrefix(msg, "default.") {
-		return fmt.Errorf("sim: policy.%s", strings.TrimPrefix(msg, "default."))
+	if ce, ok := errors.AsType[*ConfigError](err); ok {
+		// The breaker names Go fields (Policy.FailureRateThreshold); the scenario, keys.
+		return &ConfigError{Package: "sim", Field: "policy." + snakeCase(strings.TrimPrefix(ce.Field, "Policy.")), Value: ce.Value, Problem: ce.Problem}
 	}
-	return fmt.Errorf("sim: policy: %s", msg)
+	if m := depfileError.FindStringSubmatch(err.Error()); m != nil {
+		return &ConfigError{Package: "sim", Field: "policy." + m[1], Value: rawValue(m[2]), Problem: m[3]}
+	}
+	return fmt.Errorf("sim: policy: %s", strings.TrimPrefix(err.Error(), "dependencymap: "))
+}
+
+// depfileError matches depfile's "dependencymap: default.window = "soon": want …".
+var depfileError = regexp.MustCompile(`^dependencymap: default\.(\w+) = (.*?): (.*)$`)
+
+// rawValue prints as given: the value is already quoted where it was a string.
+type rawValue string
+
+func (v rawValue) String() string { return string(v) }
+
+// snakeCase turns a Go field name into its file key: FailureRateThreshold into
+// failure_rate_threshold.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // MarshalJSON writes the scenario in its file form (durations as "30s"), so a summary's
@@ -461,6 +535,7 @@ func (s Scenario) MarshalJSON() ([]byte, error) {
 		OutageErrorRate         float64        `json:"outage_error_rate"`
 		OutageMode              string         `json:"outage_mode"`
 		ErrorLatency            string         `json:"error_latency"`
+		RetryAfter              string         `json:"retry_after,omitempty"`
 		ModelLatency            string         `json:"model_latency"`
 		SubAgents               int            `json:"sub_agents"`
 		ClientAttempts          int            `json:"client_attempts"`
@@ -471,7 +546,7 @@ func (s Scenario) MarshalJSON() ([]byte, error) {
 		ToolTimeout             string         `json:"tool_timeout"`
 		TurnTimeout             string         `json:"turn_timeout"`
 		Bulkhead                int            `json:"bulkhead"`
-		Policy                  depfile.Policy `json:"policy"` // over DefaultPolicy
+		Policy                  map[string]any `json:"policy"` // as given: over DefaultPolicy
 		Strategies              []string       `json:"strategies"`
 	}
 	rate := func(f float64) float64 { // explicit zeros are kept as the smallest positive value
@@ -479,6 +554,10 @@ func (s Scenario) MarshalJSON() ([]byte, error) {
 			return 0
 		}
 		return f
+	}
+	retryAfter := ""
+	if s.RetryAfter > 0 {
+		retryAfter = s.RetryAfter.String()
 	}
 	return json.Marshal(file{
 		Seed: s.Seed, Duration: s.Duration.String(), Users: s.Users, TurnRate: s.TurnRate,
@@ -488,6 +567,32 @@ func (s Scenario) MarshalJSON() ([]byte, error) {
 		ModelLatency: s.ModelLatency.String(), SubAgents: s.SubAgents, ClientAttempts: s.ClientAttempts,
 		ClientBackoff: s.ClientBackoff.String(), Reissues: max(s.Reissues, 0), ReissueAfterError: rate(s.ReissueAfterError),
 		ReissueAfterUnavailable: rate(s.ReissueAfterUnavailable), ToolTimeout: s.ToolTimeout.String(),
-		TurnTimeout: s.TurnTimeout.String(), Bulkhead: s.Bulkhead, Policy: s.filePolicy(), Strategies: s.Strategies,
+		TurnTimeout: s.TurnTimeout.String(), Bulkhead: s.Bulkhead, Policy: policyKeys(s.Policy), Strategies: s.Strategies,
+		RetryAfter: retryAfter,
 	})
+}
+
+// policyKeys is a file policy as the keys it sets, so that the scenario a summary echoes
+// reads back as the same scenario: "off" for a switched-off window count.
+func policyKeys(fp depfile.Policy) map[string]any {
+	out := map[string]any{}
+	v := reflect.ValueOf(fp)
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.IsZero() {
+			continue
+		}
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		switch x := f.Interface().(type) {
+		case depfile.IntOrOff:
+			if x < 0 {
+				out[key] = depfile.Off
+			} else {
+				out[key] = int(x)
+			}
+		default:
+			out[key] = x
+		}
+	}
+	return out
 }

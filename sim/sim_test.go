@@ -42,22 +42,29 @@ func TestDefaultScenarioHeadlines(t *testing.T) {
 	r := mustRun(t, s)
 	naive := byName(t, r, StrategyNaive).Summary
 	outage := (s.OutageEnd - s.OutageStart).Seconds()
-	cooldown := (30 * time.Second).Seconds()
 	probeTime := s.ToolTimeout.Seconds() // a probe in a hang waits out the tool timeout
 	for _, name := range []string{StrategyPolicy, StrategyDefaults} {
-		m := byName(t, r, name).Summary
+		sr := byName(t, r, name)
+		m := sr.Summary
 		t.Logf("%s: %+v", name, m)
 		if m.TripAfterOnset == nil || *m.TripAfterOnset > 60 {
 			t.Errorf("%s: tripped %s after the onset, want within a minute", name, secs(m.TripAfterOnset))
 			continue
 		}
-		down := outage - *m.TripAfterOnset
-		lo, hi := math.Floor(down/(cooldown+probeTime))-1, math.Ceil(down/cooldown)
-		if p := float64(m.ProbesDuringOutage); p < lo || p > hi {
-			t.Errorf("%s: %d probes during the outage, want one per cooldown: %v to %v", name, m.ProbesDuringOutage, lo, hi)
+		// The probes the cooldown schedule allows in the rest of the outage: each
+		// cooldown (grown per failed probe, up to the cap, stretched by up to the
+		// jitter) and then the probe's wait.
+		p := DefaultsPolicy()
+		if name == StrategyPolicy {
+			p = mustPolicy(t, s)
 		}
-		if m.CloseAfterRecovery == nil || *m.CloseAfterRecovery > cooldown+probeTime {
-			t.Errorf("%s: closed %s after recovery, want within one cooldown (+ the probe's %vs)", name, secs(m.CloseAfterRecovery), probeTime)
+		lo, hi := probesIn(p, outage-*m.TripAfterOnset, probeTime)
+		if n := m.ProbesDuringOutage; n < lo || n > hi {
+			t.Errorf("%s: %d probes during the outage, want %d to %d (%s)", name, n, lo, hi, sr.Description)
+		}
+		longest := p.MaxCooldown.Seconds()*(1+p.Jitter) + probeTime
+		if m.CloseAfterRecovery == nil || *m.CloseAfterRecovery > longest {
+			t.Errorf("%s: closed %s after recovery, want within its longest cooldown (+ the probe's %vs): %vs", name, secs(m.CloseAfterRecovery), probeTime, longest)
 		}
 		if m.FalseTrips != 0 || m.Trips != 1 {
 			t.Errorf("%s: %d trips, %d false, want 1 and 0", name, m.Trips, m.FalseTrips)
@@ -89,6 +96,33 @@ func TestDefaultScenarioHeadlines(t *testing.T) {
 	if cons.TripAfterOnset == nil || cons.CloseAfterRecovery == nil || *cons.CloseAfterRecovery < 30 {
 		t.Errorf("consecutive: %+v: want a trip and a close held back by its 60 s open period", cons)
 	}
+}
+
+func mustPolicy(t *testing.T, s Scenario) breaker.Policy {
+	t.Helper()
+	p, err := s.UserPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// probesIn bounds the probes a policy sends in span seconds of an outage that each take
+// probe seconds: the most with no jitter, the fewest with all of it.
+func probesIn(p breaker.Policy, span, probe float64) (lo, hi int) {
+	count := func(stretch float64) int {
+		n, t, c := 0, 0.0, p.Cooldown.Seconds()
+		for {
+			t += math.Min(c, p.MaxCooldown.Seconds()) * stretch
+			if t > span {
+				return n
+			}
+			n++
+			t += probe
+			c *= p.CooldownMultiplier
+		}
+	}
+	return count(1 + p.Jitter), count(1)
 }
 
 // TestDeterministic: the same seed gives byte-identical results, and another seed a
@@ -139,10 +173,10 @@ func TestScenarioErrors(t *testing.T) {
 		{"end before start", "outage_start: 3m\noutage_end: 2m\n", []string{"outage_end", "2m"}},
 		{"strategy", "strategies: [naive, hystrix]\n", []string{"strategies[1]", "hystrix"}},
 		{"policy window", "policy:\n  window: soon\n", []string{"policy.window", "soon"}},
-		{"policy rate", "policy:\n  failure_rate_threshold: 2\n", []string{"FailureRateThreshold", "2"}},
+		{"policy rate", "policy:\n  failure_rate_threshold: 2\n", []string{"line 2, column 27: policy.failure_rate_threshold = 2"}},
 		{"policy unknown", "policy:\n  windw: 10s\n", []string{"windw"}},
 		{"turn rate", "turn_rate: -1\n", []string{"turn_rate", "-1"}},
-		{"not yaml", "users: [\n", []string{"scenario"}},
+		{"not yaml", "users: [\n", []string{"line 1", "malformed YAML"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,21 +240,21 @@ func TestConsecutiveGuard(t *testing.T) {
 		return c
 	}
 	for i := 0; i < 5; i++ {
-		g.finish(send(), true, false)
+		g.finish(send(), true, false, 0)
 	}
-	g.finish(send(), false, false) // resets
+	g.finish(send(), false, false, 0) // resets
 	stale := send()
 	for i := 0; i < 5; i++ {
-		g.finish(send(), true, false)
+		g.finish(send(), true, false, 0)
 	}
 	if g.state != breaker.Closed {
 		t.Fatalf("tripped after 5 consecutive failures: %v", g.state)
 	}
-	g.finish(send(), true, false)
+	g.finish(send(), true, false, 0)
 	if g.state != breaker.Open {
 		t.Fatalf("state %v after 6 consecutive failures, want open", g.state)
 	}
-	g.finish(stale, false, false) // from the closed generation: dropped
+	g.finish(stale, false, false, 0) // from the closed generation: dropped
 	if send() != nil {
 		t.Fatal("open breaker admitted a call")
 	}
@@ -229,7 +263,7 @@ func TestConsecutiveGuard(t *testing.T) {
 	if probe == nil || !probe.probe || send() != nil {
 		t.Fatal("want exactly one probe after the open period")
 	}
-	g.finish(probe, false, false)
+	g.finish(probe, false, false, 0)
 	if g.state != breaker.Closed {
 		t.Fatalf("state %v after a good probe", g.state)
 	}

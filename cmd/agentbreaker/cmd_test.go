@@ -61,7 +61,7 @@ func TestSimulateWritesOutputs(t *testing.T) {
 	if img, err := png.Decode(f); err != nil || img.Bounds().Dy() < 800 {
 		t.Fatalf("incident.png: %v", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "incident.svg")); err != nil || !bytes.Contains(b, []byte("agentbreaker-policy: breaker state")) {
+	if b, err := os.ReadFile(filepath.Join(dir, "incident.svg")); err != nil || !bytes.Contains(b, []byte("agentbreaker-policy: 50% failed of ≥20 calls")) {
 		t.Fatalf("incident.svg: %v", err)
 	}
 }
@@ -96,7 +96,7 @@ func TestSimulateConfigAndFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, `"window": "10m0s"`) || !strings.Contains(out, `"minimum_calls": 10`) {
+	if !strings.Contains(out, `"window": "10m"`) || !strings.Contains(out, `"minimum_calls": 10`) {
 		t.Errorf("the crm policy (10m window, 10 calls) is not the one simulated:\n%s", out)
 	}
 }

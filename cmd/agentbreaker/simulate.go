@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
 	"github.com/agentbreaker/agentbreaker/sim"
 	simplot "github.com/agentbreaker/agentbreaker/sim/plot"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // scenarioFlag is one flag that sets a scenario field; its name is the field's YAML
@@ -72,8 +74,72 @@ func rateFlag(key, usage string, dst func(*sim.Scenario) *float64) scenarioFlag 
 	}}
 }
 
-func policyFlag(key, usage string, set func(p *depfile.Policy, v string) error) scenarioFlag {
-	return scenarioFlag{key, usage, func(s *sim.Scenario, v string) error { return set(&s.Policy, v) }}
+// policyUsage is the help of each key of the scenario's policy, one flag each. The
+// flag's value is read as the file's value would be (yaml), so -window-calls takes
+// "off" as the file does.
+var policyUsage = []struct{ key, usage string }{
+	{"failure_rate_threshold", "your policy: share of failed calls that trips it, above 0 and at most 1 (default 0.5)"},
+	{"minimum_calls", "your policy: fewest calls in the window it trips on (default 20)"},
+	{"window_calls", "your policy: a count window of the last N calls, or off for a time window (default 20)"},
+	{"window", "your policy: a time window of the last D; without -window-calls it makes the window a time window (default: the count window)"},
+	{"buckets", "your policy: slices of the time window, which slides one slice at a time (default 10, with a time window)"},
+	{"slow_call_threshold", "your policy: a call at least this slow counts as slow, or off (default off)"},
+	{"slow_call_rate_threshold", "your policy: share of slow calls that trips it (default 0.5, with -slow-call-threshold)"},
+	{"cooldown", "your policy: how long it stays open before a probe (default 30s)"},
+	{"cooldown_multiplier", "your policy: cooldown growth per failed probe, 1 for a fixed cooldown (default 1)"},
+	{"max_cooldown", "your policy: cap of the grown cooldown (default the larger of -cooldown and 5m, with -cooldown-multiplier above 1)"},
+	{"jitter", "your policy: each cooldown stretched by up to this share, negative for none (default 0.1)"},
+	{"half_open_probes", "your policy: probes that must all succeed to close it (default 1)"},
+	{"probe_lease", "your policy: how long a probe may take before another may go (default 30s)"},
+	{"max_retry_after", "your policy: cap on a delay the dependency states (default 15m, with -retry-after)"},
+	{"version", "your policy: a name carried in its events (default none)"},
+}
+
+// policyFlag sets one key of the scenario's policy, decoding the value as the file would.
+func policyFlag(key, usage string) scenarioFlag {
+	return scenarioFlag{key, usage, func(s *sim.Scenario, v string) error {
+		field, ok := policyField(&s.Policy, key)
+		if !ok {
+			return fmt.Errorf("no policy key %s", key)
+		}
+		if err := yaml.Unmarshal([]byte(v), field.Addr().Interface()); err != nil {
+			return fmt.Errorf("want %s", kindOf(field))
+		}
+		if field.IsZero() && v != "0" && strings.TrimSpace(v) != "" && field.Kind() != reflect.String {
+			return fmt.Errorf("want %s", kindOf(field))
+		}
+		return nil
+	}}
+}
+
+// policyField is the field of p whose file key is key.
+func policyField(p *depfile.Policy, key string) (reflect.Value, bool) {
+	v := reflect.ValueOf(p).Elem()
+	for i := range v.NumField() {
+		if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); tag == key {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+func kindOf(v reflect.Value) string {
+	switch {
+	case v.Type() == reflect.TypeFor[depfile.IntOrOff]():
+		return "a whole number or off"
+	case v.Kind() == reflect.Int:
+		return "a whole number"
+	case v.Kind() == reflect.Float64:
+		return "a number"
+	default:
+		return "a value"
+	}
+}
+
+func init() {
+	for _, p := range policyUsage {
+		scenarioFlags = append(scenarioFlags, policyFlag(p.key, p.usage))
+	}
 }
 
 var scenarioFlags = []scenarioFlag{
@@ -85,7 +151,7 @@ var scenarioFlags = []scenarioFlag{
 		s.Seed = n
 		return nil
 	}},
-	durationFlag("duration", "virtual time simulated (default 14m)", func(s *sim.Scenario) *time.Duration { return &s.Duration }),
+	durationFlag("duration", "virtual time simulated (default 18m)", func(s *sim.Scenario) *time.Duration { return &s.Duration }),
 	intFlag("users", "users conversing at once (default 30)", func(s *sim.Scenario) *int { return &s.Users }),
 	rateFlag("turn_rate", "turns per second from all users (default 1)", func(s *sim.Scenario) *float64 { return &s.TurnRate }),
 	{"dependency", "name of the failing dependency (default enrichment)", func(s *sim.Scenario, v string) error { s.Dependency = v; return nil }},
@@ -96,6 +162,7 @@ var scenarioFlags = []scenarioFlag{
 	rateFlag("outage_error_rate", "share of calls failing during the outage (default 1)", func(s *sim.Scenario) *float64 { return &s.OutageErrorRate }),
 	{"outage_mode", `"hang" (until the tool timeout) or "error" (fast reset) (default hang)`, func(s *sim.Scenario, v string) error { s.OutageMode = v; return nil }},
 	durationFlag("error_latency", "how long a failing call takes in error mode (default 100ms)", func(s *sim.Scenario) *time.Duration { return &s.ErrorLatency }),
+	durationFlag("retry_after", "in error mode, the delay each failing call of the outage states, as a 503 with Retry-After (default none)", func(s *sim.Scenario) *time.Duration { return &s.RetryAfter }),
 	durationFlag("model_latency", "one model step (default 1s)", func(s *sim.Scenario) *time.Duration { return &s.ModelLatency }),
 	intFlag("sub_agents", "sub-agents calling the tool per model step (default 2)", func(s *sim.Scenario) *int { return &s.SubAgents }),
 	intFlag("client_attempts", "the tool client's own attempts, naive and consecutive (default 3)", func(s *sim.Scenario) *int { return &s.ClientAttempts }),
@@ -119,40 +186,6 @@ var scenarioFlags = []scenarioFlag{
 	durationFlag("tool_timeout", "per-call tool timeout (default 5s)", func(s *sim.Scenario) *time.Duration { return &s.ToolTimeout }),
 	durationFlag("turn_timeout", "whole-turn budget (default 30s)", func(s *sim.Scenario) *time.Duration { return &s.TurnTimeout }),
 	intFlag("bulkhead", "concurrent calls allowed to the dependency, agentbreaker strategies (default 20)", func(s *sim.Scenario) *int { return &s.Bulkhead }),
-	policyFlag("failure_rate_threshold", "your policy: failure rate that trips (default 0.5)", func(p *depfile.Policy, v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return fmt.Errorf("not a number")
-		}
-		p.FailureRateThreshold = f
-		return nil
-	}),
-	policyFlag("minimum_calls", "your policy: volume gate (default 20)", func(p *depfile.Policy, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("not a whole number")
-		}
-		p.MinimumCalls = n
-		return nil
-	}),
-	policyFlag("window", "your policy: rolling window (default 20s)", func(p *depfile.Policy, v string) error { p.Window = v; return nil }),
-	policyFlag("cooldown", "your policy: open period before a probe (default 30s)", func(p *depfile.Policy, v string) error { p.Cooldown = v; return nil }),
-	policyFlag("cooldown_multiplier", "your policy: cooldown growth per failed probe (default 1)", func(p *depfile.Policy, v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return fmt.Errorf("not a number")
-		}
-		p.CooldownMultiplier = f
-		return nil
-	}),
-	policyFlag("half_open_probes", "your policy: probes that must succeed to close (default 1)", func(p *depfile.Policy, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("not a whole number")
-		}
-		p.HalfOpenProbes = n
-		return nil
-	}),
 	{"strategies", "comma-separated strategies (default " + strings.Join(sim.Strategies(), ",") + ")", func(s *sim.Scenario, v string) error {
 		s.Strategies = strings.Split(v, ",")
 		return nil
@@ -170,7 +203,7 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	jsonOut := fs.String("json", "", `file for the JSON summary ("-" for standard output)`)
 	pngOut := fs.String("png", "", "file for the PNG plot")
 	svgOut := fs.String("svg", "", "file for the SVG plot")
-	quiet := fs.Bool("quiet", false, "do not print the timeline")
+	quiet := fs.Bool("quiet", false, "print the summary without the minute-by-minute timeline")
 	var pending []func(*sim.Scenario) error
 	for _, f := range scenarioFlags {
 		f := f
@@ -201,17 +234,27 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 			return explain(err)
 		}
 	}
-	for _, apply := range pending {
-		if err := apply(&s); err != nil {
-			return err
+	apply := func(s *sim.Scenario) error {
+		for _, set := range pending {
+			if err := set(s); err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	if err := apply(&s); err != nil {
+		return err
 	}
 	if *depsFile != "" {
-		fp, err := policyFromDeps(*depsFile, s.WithDefaults().Dependency)
+		// The dependency's policy, with the policy flags over it.
+		fp, err := policyFromDeps(*depsFile, s.WithDefaults().Dependency, s.RetryAfter > 0)
 		if err != nil {
 			return err
 		}
 		s.Policy = fp
+		if err := apply(&s); err != nil {
+			return err
+		}
 	}
 	if err := s.WithDefaults().Validate(); err != nil {
 		return explain(err)
@@ -223,8 +266,13 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return explain(err)
 	}
-	if !*quiet {
-		if err := res.WriteTimeline(stdout); err != nil {
+	// Text goes to standard output unless a file does ("-json -"): that one stays parseable.
+	if *jsonOut != "-" && *pngOut != "-" && *svgOut != "-" {
+		write := res.WriteTimeline
+		if *quiet {
+			write = res.WriteSummary
+		}
+		if err := write(stdout); err != nil {
 			return err
 		}
 	}
@@ -262,7 +310,7 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	for _, p := range []string{*jsonOut, *pngOut, *svgOut} {
-		if p != "" && p != "-" && !*quiet {
+		if p != "" && p != "-" {
 			fmt.Fprintf(stdout, "wrote %s\n", p)
 		}
 	}
@@ -273,14 +321,27 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 func explain(err error) error {
 	var ce *sim.ConfigError
 	if errors.As(err, &ce) {
-		key := ce.Field
+		key := strings.TrimPrefix(ce.Field, "policy.")
 		if i := strings.IndexAny(key, "[."); i >= 0 {
 			key = key[:i]
+		}
+		if _, positioned := errors.AsType[*sim.PositionError](err); !positioned {
+			// The message without the package that refused it: the user wrote a key.
+			return &cliError{msg: fmt.Sprintf("%s = %v: %s (flag -%s)", ce.Field, ce.Value, ce.Problem, flagName(key)), err: err}
 		}
 		return fmt.Errorf("%w (flag -%s)", err, flagName(key))
 	}
 	return err
 }
+
+// cliError is an error worded for the command line, unwrapping to its cause.
+type cliError struct {
+	msg string
+	err error
+}
+
+func (e *cliError) Error() string { return e.msg }
+func (e *cliError) Unwrap() error { return e.err }
 
 func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "-" {
@@ -299,7 +360,7 @@ func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
 
 // policyFromDeps returns the policy a dependency file gives dep (its own overrides over
 // the file's default), in the file's form.
-func policyFromDeps(path, dep string) (depfile.Policy, error) {
+func policyFromDeps(path, dep string, statedDelays bool) (depfile.Policy, error) {
 	cfg, err := depfile.Load(path)
 	if err != nil {
 		return depfile.Policy{}, err
@@ -312,17 +373,11 @@ func policyFromDeps(path, dep string) (depfile.Policy, error) {
 	if !ok {
 		return depfile.Policy{}, fmt.Errorf("%s: no dependency %q (set -dependency to one of its keys)", path, dep)
 	}
-	p := b.Policy()
-	dur := func(d time.Duration) string { return d.String() }
-	fp := depfile.Policy{
-		FailureRateThreshold: p.FailureRateThreshold, MinimumCalls: p.MinimumCalls, Window: dur(p.Window),
-		Buckets: p.Buckets, SlowCallRateThreshold: p.SlowCallRateThreshold, Cooldown: dur(p.Cooldown),
-		CooldownMultiplier: p.CooldownMultiplier, MaxCooldown: dur(p.MaxCooldown), Jitter: p.Jitter,
-		HalfOpenProbes: p.HalfOpenProbes, ProbeLease: dur(p.ProbeLease), MaxRetryAfter: dur(p.MaxRetryAfter),
-		Version: p.Version,
-	}
-	if p.SlowCallThreshold > 0 {
-		fp.SlowCallThreshold = dur(p.SlowCallThreshold)
+	// Only the keys that take effect, with window_calls: off for a time window, so the
+	// scenario runs exactly this policy and nothing it ignores.
+	fp := sim.FilePolicy(b.Policy())
+	if !statedDelays {
+		fp.MaxRetryAfter = "" // the simulated dependency states a delay only with -retry-after
 	}
 	return fp, nil
 }

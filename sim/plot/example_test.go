@@ -27,8 +27,10 @@ func ExampleWrite() {
 		return
 	}
 	fmt.Println(img.Bounds().Dx(), "x", img.Bounds().Dy())
+	fmt.Println(plot.Caption(res.Strategies[0]))
 	fmt.Println(plot.Titles(res)[1])
 	// Output:
-	// 1498 x 221
-	// agentbreaker-policy: calls to enrichment per 10 s (32 in outage)
+	// 1498 x 348
+	// agentbreaker-policy: 50% failed of ≥20 calls in a count window of the last 20 calls, cooldown 30s fixed
+	// calls to enrichment (32 in outage)
 }

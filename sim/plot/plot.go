@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -26,12 +28,26 @@ const (
 	SVG Format = "svg"
 )
 
-// Panel sizes: wide enough for 15 minutes of 10 s bins, tall enough for three labels.
+// Sizes: panels wide enough for 15 minutes of 10 s bins and tall enough for an axis
+// label and three state names in 11 pt type; a header above them holds the figure's
+// title and the legend.
 const (
-	panelWidth  = 5.2 * vg.Inch
-	panelHeight = 2.3 * vg.Inch
-	dpi         = 96
+	panelWidth   = 5.2 * vg.Inch
+	panelHeight  = 2.6 * vg.Inch
+	headerHeight = 0.75 * vg.Inch
+	// captionHeight is the line above each row naming the strategy and its policy.
+	captionHeight = 20
+	dpi           = 96
 )
+
+// Type sizes: nothing below 11 pt, readable at 100% in a postmortem document.
+var (
+	titleSize = vg.Points(12)
+	textSize  = vg.Points(11)
+)
+
+// noBreakerNote stands where a strategy without a breaker would have its state line.
+const noBreakerNote = "nothing stops a call: each is sent, retries included"
 
 // Columns are the panel kinds of each strategy's row, left to right.
 var Columns = []string{"breaker state", "calls reaching the dependency per 10 s", "turn latency"}
@@ -47,24 +63,46 @@ func Titles(r *sim.Result) []string {
 	return out
 }
 
+// title is a panel's title; the row's caption above it names the strategy.
 func title(r *sim.Result, sr sim.StrategyResult, col int) string {
 	switch col {
 	case 0:
 		if !sr.Breaker {
-			return sr.Name + ": no breaker"
+			return "no breaker"
 		}
-		return fmt.Sprintf("%s: breaker state (%d probes in outage)", sr.Name, sr.Summary.ProbesDuringOutage)
+		return fmt.Sprintf("breaker state (%d probes in outage)", sr.Summary.ProbesDuringOutage)
 	case 1:
-		return fmt.Sprintf("%s: calls to %s per 10 s (%d in outage)", sr.Name, r.Scenario.Dependency, sr.Summary.CallsDuringOutage)
+		return fmt.Sprintf("calls to %s (%d in outage)", r.Scenario.Dependency, sr.Summary.CallsDuringOutage)
 	default:
-		return fmt.Sprintf("%s: turn latency, s (mean solid, max dashed)", sr.Name)
+		return "turn latency"
 	}
+}
+
+// Caption is a strategy row's caption: its name and what guarded the calls, for
+// agentbreaker's strategies the policy read back from the breaker that ran.
+func Caption(sr sim.StrategyResult) string {
+	if sr.Policy != nil {
+		return sr.Name + ": " + sr.Policy.Description
+	}
+	return sr.Name + ": " + sr.Description
+}
+
+// Header returns the figure's title line, above the legend.
+func Header(r *sim.Result) string {
+	s := r.Scenario
+	zone := r.Start.Format("MST")
+	return fmt.Sprintf("%s down from %s to %s %s, %s; one row per strategy, the same scale down each column",
+		s.Dependency, r.Start.Add(s.OutageStart).Format("15:04"), r.Start.Add(s.OutageEnd).Format("15:04"), zone, s.OutageMode)
 }
 
 // Size returns the size in pixels of a PNG drawn for r.
 func Size(r *sim.Result) (w, h int) {
-	return int(math.Round(float64(panelWidth) * float64(len(Columns)) / 72 * dpi)),
-		int(math.Round(float64(panelHeight) * float64(len(r.Strategies)) / 72 * dpi))
+	width, height := figureSize(r)
+	return int(math.Round(float64(width) / 72 * dpi)), int(math.Round(float64(height) / 72 * dpi))
+}
+
+func figureSize(r *sim.Result) (vg.Length, vg.Length) {
+	return panelWidth * vg.Length(len(Columns)), (panelHeight+captionHeight)*vg.Length(len(r.Strategies)) + headerHeight
 }
 
 // Write draws r in format f to w.
@@ -72,7 +110,7 @@ func Write(w io.Writer, r *sim.Result, f Format) error {
 	if len(r.Strategies) == 0 {
 		return errors.New("plot: the result has no strategies")
 	}
-	width, height := panelWidth*vg.Length(len(Columns)), panelHeight*vg.Length(len(r.Strategies))
+	width, height := figureSize(r)
 	var c draw.Canvas
 	var out io.WriterTo
 	switch f {
@@ -87,58 +125,132 @@ func Write(w io.Writer, r *sim.Result, f Format) error {
 	}
 	c.SetColor(color.White)
 	c.Fill(c.Rectangle.Path())
+	sc := scalesOf(r)
 	plots := make([][]*plot.Plot, len(r.Strategies))
 	for i, sr := range r.Strategies {
-		row, err := strategyRow(r, sr)
+		row, err := strategyRow(r, sr, sc)
 		if err != nil {
 			return err
 		}
 		plots[i] = row
 	}
+	header := c
+	header.Min.Y = c.Max.Y - headerHeight
+	body := c
+	body.Max.Y = header.Min.Y
+	drawHeader(header, r)
 	tiles := draw.Tiles{Rows: len(r.Strategies), Cols: len(Columns),
-		PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(8), PadRight: vg.Points(10),
-		PadX: vg.Points(18), PadY: vg.Points(14)}
-	canvases := plot.Align(plots, tiles, c)
+		PadTop: vg.Points(4) + captionHeight, PadBottom: vg.Points(6), PadLeft: vg.Points(8), PadRight: vg.Points(12),
+		PadX: vg.Points(22), PadY: vg.Points(16) + captionHeight}
+	canvases := plot.Align(plots, tiles, body)
+	captionStyle := text.Style{Font: font.From(plot.DefaultFont, titleSize), Handler: plot.DefaultTextHandler}
+	captionStyle.Font.Variant = "Sans"
 	for i := range plots {
 		for j := range plots[i] {
 			plots[i][j].Draw(canvases[i][j])
 		}
+		top := canvases[i][0].Max.Y
+		c.FillText(captionStyle, vg.Point{X: c.Min.X + vg.Points(10), Y: top + vg.Points(5)}, Caption(r.Strategies[i]))
 	}
 	_, err := out.WriteTo(w)
 	return err
 }
 
+// drawHeader writes the title and a one-line legend: what the band and each line mean.
+func drawHeader(c draw.Canvas, r *sim.Result) {
+	fnt := plot.DefaultFont
+	titleStyle := text.Style{Font: font.From(fnt, titleSize), Handler: plot.DefaultTextHandler}
+	textStyle := text.Style{Font: font.From(fnt, textSize), Handler: plot.DefaultTextHandler}
+	x := c.Min.X + vg.Points(10)
+	c.FillText(titleStyle, vg.Point{X: x, Y: c.Max.Y - vg.Points(18)}, Header(r))
+	band := outageBand(0, 1, 1)
+	calls, mean, maxLine, state := &plotter.Line{}, &plotter.Line{}, &plotter.Line{}, &plotter.Line{}
+	calls.Color, calls.Width, calls.FillColor = colCalls, vg.Points(1.2), colCallsFill
+	mean.Color, mean.Width = colMean, vg.Points(1.5)
+	maxLine.Color, maxLine.Width, maxLine.Dashes = colMax, vg.Points(1), []vg.Length{vg.Points(3), vg.Points(2)}
+	state.Color, state.Width = colState, vg.Points(1.5)
+	entries := []struct {
+		name  string
+		thumb plot.Thumbnailer
+	}{
+		{"outage: " + r.Scenario.Dependency + " down", band},
+		{"breaker state", state},
+		{"calls sent to " + r.Scenario.Dependency + " per 10 s", calls},
+		{"turn latency, mean per 10 s", mean},
+		{"turn latency, max per 10 s", maxLine},
+	}
+	y := c.Max.Y - vg.Points(44)
+	thumbW, thumbH := vg.Points(22), vg.Points(11)
+	for _, e := range entries {
+		icon := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x, Y: y}, Max: vg.Point{X: x + thumbW, Y: y + thumbH}}}
+		e.thumb.Thumbnail(&icon)
+		x += thumbW + vg.Points(5)
+		c.FillText(textStyle, vg.Point{X: x, Y: y}, e.name)
+		x += textStyle.Width(e.name) + vg.Points(22)
+	}
+}
+
 var (
-	outageFill = color.RGBA{R: 255, G: 205, B: 205, A: 255}
-	colState   = color.RGBA{R: 200, G: 40, B: 40, A: 255}
-	colCalls   = color.RGBA{R: 30, G: 90, B: 200, A: 255}
-	colMean    = color.RGBA{R: 20, G: 140, B: 60, A: 255}
-	colMax     = color.RGBA{R: 120, G: 120, B: 120, A: 255}
+	outageFill   = color.RGBA{R: 255, G: 205, B: 205, A: 255}
+	colState     = color.RGBA{R: 200, G: 40, B: 40, A: 255}
+	colCalls     = color.RGBA{R: 30, G: 90, B: 200, A: 255}
+	colCallsFill = color.NRGBA{R: 30, G: 90, B: 200, A: 90}
+	colMean      = color.RGBA{R: 20, G: 140, B: 60, A: 255}
+	colMax       = color.RGBA{R: 120, G: 120, B: 120, A: 255}
 )
 
-func strategyRow(r *sim.Result, sr sim.StrategyResult) ([]*plot.Plot, error) {
+// scales are the y ranges shared by every row of a column, so that rows compare.
+type scales struct{ calls, latency float64 }
+
+func scalesOf(r *sim.Result) scales {
+	sc := scales{calls: 1, latency: 1}
+	for _, sr := range r.Strategies {
+		for _, v := range sr.Series.Calls {
+			sc.calls = math.Max(sc.calls, float64(v))
+		}
+		for _, v := range sr.Series.TurnLatencyMax {
+			sc.latency = math.Max(sc.latency, v)
+		}
+	}
+	sc.calls *= 1.1
+	sc.latency *= 1.1
+	return sc
+}
+
+// outageBand is the shaded outage, from onset to recovery (minutes), ymax high.
+func outageBand(onset, recov, ymax float64) *plotter.Polygon {
+	poly, err := plotter.NewPolygon(plotter.XYs{{X: onset, Y: 0}, {X: recov, Y: 0}, {X: recov, Y: ymax}, {X: onset, Y: ymax}})
+	if err != nil {
+		panic(err) // four finite points: cannot fail
+	}
+	poly.Color, poly.LineStyle.Width = outageFill, 0
+	return poly
+}
+
+func strategyRow(r *sim.Result, sr sim.StrategyResult, sc scales) ([]*plot.Plot, error) {
 	mins := r.Scenario.Duration.Minutes()
 	onset, recov := r.Scenario.OutageStart.Minutes(), r.Scenario.OutageEnd.Minutes()
-	newPlot := func(col int, ymax float64) *plot.Plot {
+	zone := r.Start.Format("MST")
+	newPlot := func(col int, ymax float64, ylabel string) *plot.Plot {
 		p := plot.New()
 		p.Title.Text = title(r, sr, col)
-		p.Title.TextStyle.Font.Size = vg.Points(10)
+		p.Title.TextStyle.Font.Size = titleSize
 		p.X.Min, p.X.Max = 0, mins
 		p.X.Tick.Marker = timeTicks{start: r.Start, minutes: mins}
-		p.X.Tick.Label.Font.Size = vg.Points(8)
-		p.Y.Tick.Label.Font.Size = vg.Points(8)
-		p.Y.Min, p.Y.Max = 0, ymax
-		// The outage, shaded under the data.
-		if poly, err := plotter.NewPolygon(plotter.XYs{{X: onset, Y: 0}, {X: recov, Y: 0}, {X: recov, Y: ymax}, {X: onset, Y: ymax}}); err == nil {
-			poly.Color, poly.LineStyle.Width = outageFill, 0
-			p.Add(poly)
+		p.X.Label.Text = "time (" + zone + ")"
+		p.Y.Label.Text = ylabel
+		for _, f := range []*vg.Length{&p.X.Tick.Label.Font.Size, &p.Y.Tick.Label.Font.Size, &p.X.Label.TextStyle.Font.Size, &p.Y.Label.TextStyle.Font.Size} {
+			*f = textSize
 		}
+		p.Y.Min, p.Y.Max = 0, ymax
+		p.Add(outageBand(onset, recov, ymax)) // under the data
 		p.Add(plotter.NewGrid())
 		return p
 	}
 
-	// Breaker state as a step line from the transitions.
-	state := newPlot(0, 2.3)
+	// Breaker state as a step line from the transitions; without a breaker, a note
+	// where the line would be, so the empty panel is not read as "always closed".
+	state := newPlot(0, 2.3, "breaker state")
 	state.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "closed"}, {Value: 1, Label: "half-open"}, {Value: 2, Label: "open"}}
 	if sr.Breaker {
 		pts := plotter.XYs{{X: 0, Y: 0}}
@@ -153,15 +265,25 @@ func strategyRow(r *sim.Result, sr sim.StrategyResult) ([]*plot.Plot, error) {
 		}
 		l.Color, l.Width = colState, vg.Points(1.5)
 		state.Add(l)
+	} else {
+		state.Y.Tick.Marker = plot.ConstantTicks{}
+		state.Y.Label.Text = ""
+		note, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: mins / 2, Y: 1.15}},
+			Labels: []string{noBreakerNote}})
+		if err != nil {
+			return nil, err
+		}
+		for i := range note.TextStyle {
+			note.TextStyle[i].Font.Size = titleSize
+			note.TextStyle[i].XAlign = text.XCenter
+			note.TextStyle[i].YAlign = text.YCenter
+		}
+		state.Add(note)
 	}
 
-	// Calls per bin, as steps.
+	// Calls per bin, as steps, on the scale shared by the column.
 	ser := sr.Series
-	maxCalls := 1.0
-	for _, v := range ser.Calls {
-		maxCalls = math.Max(maxCalls, float64(v))
-	}
-	calls := newPlot(1, maxCalls*1.1)
+	calls := newPlot(1, sc.calls, "calls per 10 s")
 	binMin := sim.BinWidth.Minutes()
 	var cp plotter.XYs
 	for i, v := range ser.Calls {
@@ -173,11 +295,10 @@ func strategyRow(r *sim.Result, sr sim.StrategyResult) ([]*plot.Plot, error) {
 		return nil, err
 	}
 	cl.Color, cl.Width = colCalls, vg.Points(1.2)
-	cl.FillColor = color.NRGBA{R: 30, G: 90, B: 200, A: 90}
+	cl.FillColor = colCallsFill
 	calls.Add(cl)
 
 	// Turn latency by the bin the turn ended in.
-	maxLat := 1.0
 	var mean, maxs plotter.XYs
 	for i := range ser.TurnLatencyMean {
 		if ser.TurnLatencyMean[i] < 0 {
@@ -186,9 +307,8 @@ func strategyRow(r *sim.Result, sr sim.StrategyResult) ([]*plot.Plot, error) {
 		x := (float64(i) + 0.5) * binMin
 		mean = append(mean, plotter.XY{X: x, Y: ser.TurnLatencyMean[i]})
 		maxs = append(maxs, plotter.XY{X: x, Y: ser.TurnLatencyMax[i]})
-		maxLat = math.Max(maxLat, ser.TurnLatencyMax[i])
 	}
-	lat := newPlot(2, maxLat*1.1)
+	lat := newPlot(2, sc.latency, "seconds")
 	if len(mean) > 0 {
 		ml, err := plotter.NewLine(maxs)
 		if err != nil {

@@ -8,11 +8,14 @@ import (
 	"image/draw"
 	"image/png"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/vg"
 
 	"github.com/agentbreaker/agentbreaker/sim"
 )
@@ -92,9 +95,10 @@ func TestPNGPanels(t *testing.T) {
 		return n
 	}
 	rows, cols := len(r.Strategies), len(Columns)
+	top := int(math.Round(float64(headerHeight) / 72 * dpi)) // the title and the legend
 	for i, sr := range r.Strategies {
 		for j, col := range []color.RGBA{colState, colCalls, colMean} {
-			cell := image.Rect(j*w/cols, i*h/rows, (j+1)*w/cols, (i+1)*h/rows)
+			cell := image.Rect(j*w/cols, top+i*(h-top)/rows, (j+1)*w/cols, top+(i+1)*(h-top)/rows)
 			n := count(cell, col)
 			drawn := 0
 			for y := cell.Min.Y; y < cell.Max.Y; y += 2 {
@@ -156,9 +160,64 @@ func TestSVGTitles(t *testing.T) {
 			t.Errorf("SVG has no title %q", want)
 		}
 	}
-	for _, want := range []string{"open", "half-open", "closed", "14:00"} {
+	// Each row's caption: agentbreaker's strategies print the policy their breaker ran.
+	for _, sr := range r.Strategies {
+		want := Caption(sr)
+		if sr.Policy != nil && !strings.Contains(want, sr.Policy.Description) {
+			t.Errorf("caption %q lacks the policy %q", want, sr.Policy.Description)
+		}
 		if !slices.Contains(texts, want) {
-			t.Errorf("SVG has no axis label %q", want)
+			t.Errorf("SVG has no caption %q", want)
+		}
+	}
+	// Axis labels with units and the time zone, the legend of the band and of each
+	// line, and the note standing for the naive row's missing breaker.
+	for _, want := range []string{"open", "half-open", "closed", "14:00", "time (UTC)", "calls per 10 s", "seconds",
+		"breaker state", "outage: enrichment down", "turn latency, mean per 10 s", "turn latency, max per 10 s",
+		"calls sent to enrichment per 10 s", Header(r), noBreakerNote} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("SVG has no text %q", want)
+		}
+	}
+}
+
+// TestOneScalePerColumn: every row of a column has the same y range, so a row that
+// looks low is low next to the others.
+func TestOneScalePerColumn(t *testing.T) {
+	r := shortRun(t)
+	sc := scalesOf(r)
+	for _, sr := range r.Strategies {
+		row, err := strategyRow(r, sr, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row[1].Y.Max != sc.calls || row[2].Y.Max != sc.latency {
+			t.Errorf("%s: calls to %v, latency to %v: want every row to %v and %v", sr.Name, row[1].Y.Max, row[2].Y.Max, sc.calls, sc.latency)
+		}
+	}
+	naive := slices.IndexFunc(r.Strategies, func(sr sim.StrategyResult) bool { return sr.Name == sim.StrategyNaive })
+	most := 0
+	for _, v := range r.Strategies[naive].Series.Calls {
+		most = max(most, v)
+	}
+	if sc.calls < float64(most) {
+		t.Errorf("calls scale %v below naive's peak %d", sc.calls, most)
+	}
+}
+
+// TestTextIsReadable: no text below 11 pt, at the size the command draws.
+func TestTextIsReadable(t *testing.T) {
+	r := shortRun(t)
+	row, err := strategyRow(r, r.Strategies[1], scalesOf(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range row {
+		for _, size := range []vg.Length{p.Title.TextStyle.Font.Size, p.X.Tick.Label.Font.Size, p.Y.Tick.Label.Font.Size,
+			p.X.Label.TextStyle.Font.Size, p.Y.Label.TextStyle.Font.Size} {
+			if size < vg.Points(11) {
+				t.Errorf("%q: text of %v pt", p.Title.Text, size.Points())
+			}
 		}
 	}
 }

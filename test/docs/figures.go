@@ -1,0 +1,144 @@
+package docs
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/agentbreaker/agentbreaker/sim"
+)
+
+// figure is how one inline figure is computed: the command that prints it and what to
+// take from the output.
+type figure struct {
+	cmd   string
+	value func(out []byte) (string, error)
+}
+
+// figures names every inline figure a page may hold (<!-- fig: NAME -->). Add a row
+// here for a new one; a name a page uses that is not here fails the test.
+var figures = map[string]figure{}
+
+// simulateJSON is the command the simulator's figures come from, with extra flags.
+func simulateJSON(flags string) string {
+	cmd := "agentbreaker simulate -json -"
+	if flags != "" {
+		cmd += " " + flags
+	}
+	return cmd
+}
+
+// summaryOf reads simulate's JSON summary.
+type summaryOf struct {
+	Strategies []struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Policy      *sim.PolicyInfo `json:"policy"`
+		Summary     sim.Summary     `json:"summary"`
+	} `json:"strategies"`
+}
+
+// simFigure is a figure of one strategy's run of `simulate` with flags.
+func simFigure(flags, strategy string, get func(d string, s sim.Summary) string) figure {
+	return figure{cmd: simulateJSON(flags), value: func(out []byte) (string, error) {
+		var sum summaryOf
+		if err := json.Unmarshal(out, &sum); err != nil {
+			return "", fmt.Errorf("simulate's JSON: %w", err)
+		}
+		for _, s := range sum.Strategies {
+			if s.Name == strategy {
+				return get(s.Description, s.Summary), nil
+			}
+		}
+		return "", fmt.Errorf("no strategy %s in simulate's JSON", strategy)
+	}}
+}
+
+// simRatio is a ratio of two strategies' calls during the outage, rounded.
+func simRatio(flags, num, den string) figure {
+	return figure{cmd: simulateJSON(flags), value: func(out []byte) (string, error) {
+		var sum summaryOf
+		if err := json.Unmarshal(out, &sum); err != nil {
+			return "", err
+		}
+		calls := map[string]int{}
+		for _, s := range sum.Strategies {
+			calls[s.Name] = s.Summary.CallsDuringOutage
+		}
+		if calls[den] == 0 {
+			return "", fmt.Errorf("%s sent no call during the outage", den)
+		}
+		return strconv.Itoa(int(math.Round(float64(calls[num]) / float64(calls[den])))), nil
+	}}
+}
+
+// thousands writes n with a comma every three digits, as the pages do: 5,833.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// seconds writes a time in seconds as the pages do ("8.7 s"); "–" when it did not
+// happen, "still open" for a close after the end of the run.
+func seconds(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return strconv.FormatFloat(*v, 'f', 1, 64) + " s"
+}
+
+func turns(t sim.TurnCounts) string { return fmt.Sprintf("%d / %d / %d", t.OK, t.Degraded, t.Failed) }
+
+// policyOf is the policy part of an agentbreaker strategy's description.
+func policyOf(desc string) string {
+	desc = strings.TrimPrefix(desc, "agentbreaker callbacks: ")
+	p, _, _ := strings.Cut(desc, "; bulkhead")
+	return p
+}
+
+func init() {
+	short := map[string]string{
+		sim.StrategyNaive: "naive", sim.StrategyConsecutive: "consecutive",
+		sim.StrategyDefaults: "defaults", sim.StrategyPolicy: "policy",
+	}
+	// The default incident's table, one row per strategy: sim.<strategy>.<column>.
+	for _, st := range sim.Strategies() {
+		p := "sim." + short[st] + "."
+		figures[p+"calls_in_outage"] = simFigure("", st, func(_ string, s sim.Summary) string { return thousands(s.CallsDuringOutage) })
+		figures[p+"trip_after_onset"] = simFigure("", st, func(_ string, s sim.Summary) string { return seconds(s.TripAfterOnset) })
+		figures[p+"probes"] = simFigure("", st, func(_ string, s sim.Summary) string {
+			if s.Trips == 0 {
+				return "–"
+			}
+			return strconv.Itoa(s.ProbesDuringOutage)
+		})
+		figures[p+"closed_after_recovery"] = simFigure("", st, func(_ string, s sim.Summary) string { return seconds(s.CloseAfterRecovery) })
+		figures[p+"outage_turns"] = simFigure("", st, func(_ string, s sim.Summary) string { return turns(s.OutageTurns) })
+		figures[p+"outage_turns_failed"] = simFigure("", st, func(_ string, s sim.Summary) string { return strconv.Itoa(s.OutageTurns.Failed) })
+		figures[p+"outage_turns_total"] = simFigure("", st, func(_ string, s sim.Summary) string {
+			return strconv.Itoa(s.OutageTurns.OK + s.OutageTurns.Degraded + s.OutageTurns.Failed)
+		})
+		figures[p+"hung_worker_seconds"] = simFigure("", st, func(_ string, s sim.Summary) string {
+			return thousands(int(math.Round(s.WorkerSecondsHung)))
+		})
+		figures[p+"description"] = simFigure("", st, func(d string, _ sim.Summary) string { return d })
+		figures[p+"policy"] = simFigure("", st, func(d string, _ sim.Summary) string { return policyOf(d) })
+	}
+	figures["sim.naive_over_policy"] = simRatio("", sim.StrategyNaive, sim.StrategyPolicy)
+	// The what-ifs the pages try.
+	figures["sim.partial.policy.calls_in_outage"] = simFigure("-outage-error-rate 0.6", sim.StrategyPolicy,
+		func(_ string, s sim.Summary) string { return thousands(s.CallsDuringOutage) })
+	figures["sim.partial.naive.outage_turn_p50"] = simFigure("-outage-error-rate 0.6", sim.StrategyNaive,
+		func(_ string, s sim.Summary) string { return strconv.FormatFloat(s.OutageTurnP50, 'f', 0, 64) + " s" })
+	figures["sim.partial.naive.outage_turns_ok"] = simFigure("-outage-error-rate 0.6", sim.StrategyNaive,
+		func(_ string, s sim.Summary) string { return strconv.Itoa(s.OutageTurns.OK) })
+	figures["sim.probes3.policy.calls_in_outage"] = simFigure("-half-open-probes 3", sim.StrategyPolicy,
+		func(_ string, s sim.Summary) string { return thousands(s.CallsDuringOutage) })
+	figures["sim.probes3.policy.closed_after_recovery"] = simFigure("-half-open-probes 3", sim.StrategyPolicy,
+		func(_ string, s sim.Summary) string { return seconds(s.CloseAfterRecovery) })
+}

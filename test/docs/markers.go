@@ -1,0 +1,73 @@
+package docs
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The three markers a page may hold (see docs/CONTRIBUTING-docs.md):
+//
+//	<!-- run: CMD [| FILTER]... -->     then a fenced block: "$ CMD" and CMD's output
+//	<!-- run, exit N: CMD -->           the same for a command that must exit N
+//	<!-- fig: NAME -->VALUE<!-- /fig -->  a figure inside a sentence, from the figures table
+//	<!-- file PATH: CMD -->             PATH must equal the file CMD writes to "$OUT"
+var (
+	runMarker  = regexp.MustCompile(`^<!-- run(?:, exit (\d+))?: (.+) -->$`)
+	figMarker  = regexp.MustCompile(`<!-- fig: ([\w.-]+) -->(.*?)<!-- /fig -->`)
+	fileMarker = regexp.MustCompile(`^<!-- file (\S+): (.+) -->$`)
+	fence      = regexp.MustCompile("^```")
+)
+
+// block is one run marker and the fenced block under it, by line index in the page.
+type block struct {
+	line       int // the marker's line
+	cmd        string
+	exit       int
+	open, shut int // the fence lines
+}
+
+// file is one file marker.
+type file struct {
+	line int
+	path string
+	cmd  string
+}
+
+// scan finds the page's run and file markers. A run marker must be followed, on the
+// next line, by a fenced block.
+func scan(name string, lines []string) ([]block, []file, error) {
+	var blocks []block
+	var files []file
+	for i, l := range lines {
+		l = strings.TrimRight(l, " \t") // an indented marker is an example, not a marker
+		if m := fileMarker.FindStringSubmatch(l); m != nil {
+			files = append(files, file{line: i, path: m[1], cmd: m[2]})
+			continue
+		}
+		m := runMarker.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		b := block{line: i, cmd: m[2]}
+		if m[1] != "" {
+			fmt.Sscan(m[1], &b.exit)
+		}
+		if i+1 >= len(lines) || !fence.MatchString(lines[i+1]) {
+			return nil, nil, fmt.Errorf("%s:%d: a run marker must be followed by a fenced block (```text)", name, i+1)
+		}
+		b.open = i + 1
+		b.shut = -1
+		for j := i + 2; j < len(lines); j++ {
+			if strings.TrimSpace(lines[j]) == "```" {
+				b.shut = j
+				break
+			}
+		}
+		if b.shut < 0 {
+			return nil, nil, fmt.Errorf("%s:%d: the block under the run marker is never closed", name, i+2)
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, files, nil
+}
