@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,28 +26,82 @@ var goBlock = regexp.MustCompile("(?ms)^```go\n(.*?)^```")
 // README's examples import everything, and a test of a package users import would put
 // all of that into their go.sum.
 func TestReadmeGoBlocksAreCompiled(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	pages := []string{filepath.Join(repoRoot, "README.md")}
+	docs, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := goBlock.FindAllStringSubmatch(string(readme), -1)
-	if len(blocks) == 0 {
-		t.Fatal("README.md has no Go blocks: the pattern is broken")
-	}
+	pages = append(pages, docs...)
 	examples := exampleBodies(t)
-	for i, b := range blocks {
-		want := significantLines(b[1])
-		found := false
-		for _, body := range examples {
-			if containsRun(body.lines, want) {
-				found = true
-				break
+	total := 0
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range goBlock.FindAllStringSubmatch(string(text), -1) {
+			total++
+			want := significantLines(b[1])
+			if wholeFile(want) {
+				if !isRepoFile(t, want) {
+					t.Errorf("%s: Go block %d (a whole file, starting %q) is no file of the repository", filepath.Base(page), i+1, firstLine(want))
+				}
+				continue
+			}
+			found := false
+			for _, body := range examples {
+				if containsRun(body.lines, want) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("%s: Go block %d (starting %q) is in no function of a test file; copy it from one, or add it to readme_example_test.go", filepath.Base(page), i+1, firstLine(want))
 			}
 		}
-		if !found {
-			t.Errorf("README Go block %d (starting %q) is in no function of a test file; copy it from one, or add it to readme_example_test.go", i+1, firstLine(want))
+	}
+	if total == 0 {
+		t.Fatal("README.md and docs/ have no Go blocks: the pattern is broken")
+	}
+}
+
+// wholeFile reports whether a block is a Go file rather than a snippet: it has a
+// package clause.
+func wholeFile(lines []string) bool {
+	for _, l := range lines {
+		if strings.HasPrefix(l, "package ") {
+			return true
 		}
 	}
+	return false
+}
+
+// isRepoFile reports whether lines are, significant line for significant line, a Go
+// file of the repository.
+func isRepoFile(t *testing.T, lines []string) bool {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != repoRoot {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		found = slices.Equal(significantLines(string(src)), lines)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }
 
 type exampleBody struct {
