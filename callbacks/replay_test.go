@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,6 +195,49 @@ func TestIncidentReplay(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, closings, "one trip, one recovery: no flapping")
+
+	// The page that shows these figures shows what this run measured.
+	requireDocTable(t, "../docs/breaker.md", map[string]string{
+		"trip after the onset":                                     fmt.Sprintf("%.0f s", with.tripAfterOnset.Seconds()),
+		"requests per half-open spell":                             fmt.Sprintf("1 in each of %d spells", len(with.probesPerCooldown)),
+		"closed after the recovery":                                fmt.Sprintf("%.0f s", with.closedAfter.Seconds()),
+		"requests reaching the service during the 9-minute outage": fmt.Sprint(with.duringOutage),
+		"the same traffic without agentbreaker":                    thousands(without.duringOutage),
+		"reduction":                                                fmt.Sprintf("%.0f×", ratio),
+	})
+}
+
+// requireDocTable checks that each row of a Markdown table on page whose first cell is
+// a key of want ends with the cell want gives: a figure on a page is the figure the
+// test measured, never a number typed once and left to drift.
+func requireDocTable(t *testing.T, page string, want map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) < 2 {
+			continue
+		}
+		key := strings.TrimSpace(cells[0])
+		if w, ok := want[key]; ok {
+			seen[key] = true
+			require.Equal(t, w, strings.TrimSpace(cells[len(cells)-1]), "%s: the row %q shows another figure than the test measured", page, key)
+		}
+	}
+	for key := range want {
+		require.True(t, seen[key], "%s has no table row %q", page, key)
+	}
+}
+
+// thousands writes n as the pages do: 2,160.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // windowName describes the replay's window for its report.
