@@ -56,10 +56,10 @@ type Breaker struct {
 	// probeEvery is, while a prober is attached (see probe.go), the longest open period
 	// between its probes; 0 = no prober: user calls may probe.
 	probeEvery atomic.Int64
-	rejectErr atomic.Pointer[OpenError]
-	slowNanos int64 // SlowCallThreshold in nanoseconds; 0 = off
-	clk       clock.Clock
-	epoch     time.Time // nanosecond readings count from here
+	rejectErr  atomic.Pointer[OpenError]
+	slowNanos  int64 // SlowCallThreshold in nanoseconds; 0 = off
+	clk        clock.Clock
+	epoch      time.Time // nanosecond readings count from here
 
 	stripes stripes // this breaker's success counters in the shared arena
 
