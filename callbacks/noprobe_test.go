@@ -36,8 +36,8 @@ func TestAMutationIsNeverTheProbe(t *testing.T) {
 	var next atomic.Value
 	next.Store("charge_card")
 	f := callbackstest.New(t, callbackstest.Config{
-		Tools: []tool.Tool{charge, balance},
-		Deps:  map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge_card", "get_balance"}}},
+		Tools:     []tool.Tool{charge, balance},
+		Deps:      map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge_card", "get_balance"}}},
 		Callbacks: callbacks.Config{MutatingTools: []string{"charge_card"}},
 		Then: func(r breakertest.Request) breakertest.Step {
 			if len(r.FunctionResponses()) > 0 {
