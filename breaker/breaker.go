@@ -53,13 +53,13 @@ type Breaker struct {
 	reopenAt  atomic.Int64 // open: when the next probe may go
 	openSpan  atomic.Int64 // open: the wait that was set, to survive a clock jumping back
 	probeBusy atomic.Int64 // half-open: reject until then (every probe slot is taken)
-	// probeEvery is, while a prober is attached (see probe.go), the longest open period
-	// between its probes; 0 = no prober: user calls may probe.
-	probeEvery atomic.Int64
-	rejectErr  atomic.Pointer[OpenError]
-	slowNanos  int64 // SlowCallThreshold in nanoseconds; 0 = off
-	clk        clock.Clock
-	epoch      time.Time // nanosecond readings count from here
+	// prober is set while a prober is attached (see probe.go); nil = user calls may
+	// probe. One pointer, not two words: the struct stays in its size class.
+	prober    atomic.Pointer[proberLink]
+	rejectErr atomic.Pointer[OpenError]
+	slowNanos int64 // SlowCallThreshold in nanoseconds; 0 = off
+	clk       clock.Clock
+	epoch     time.Time // nanosecond readings count from here
 
 	stripes stripes // this breaker's success counters in the shared arena
 
@@ -269,7 +269,7 @@ func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool, kind allowKind) 
 	// slot: only a call that may probe goes on. Checked here, after the lock-free
 	// rejections, so neither the closed path nor the busy rejections pay for it.
 	if st := State(sg & stateMask); (st == Open || st == HalfOpen) && kind != allowProber &&
-		(kind == allowNoProbe || b.probeEvery.Load() != 0) {
+		(kind == allowNoProbe || b.proberActive(now)) {
 		b.countRejection()
 		return b.noProbeRejection(st, now)
 	}
@@ -311,7 +311,7 @@ func (b *Breaker) acquire(now int64, kind allowKind) (Permit, error) {
 		b.mu.Unlock()
 		return b.rejection()
 	}
-	if kind != allowProber && (kind == allowNoProbe || b.probeEvery.Load() != 0) {
+	if kind != allowProber && (kind == allowNoProbe || b.proberActive(now)) {
 		// A call that may not probe (or a prober attached while it waited for the
 		// lock): it neither ends the open period nor takes a slot.
 		st := State(sg & stateMask)
@@ -432,8 +432,8 @@ func (b *Breaker) updateProbeBusy() {
 func (b *Breaker) cooldown() time.Duration {
 	p := &b.policy
 	c := float64(p.Cooldown) * math.Pow(p.CooldownMultiplier, float64(b.failedProbes))
-	if every := b.probeEvery.Load(); every != 0 {
-		c = float64(min(p.Cooldown, time.Duration(every)))
+	if pl := b.prober.Load(); pl != nil {
+		c = float64(min(p.Cooldown, time.Duration(pl.every)))
 	}
 	if p.Jitter > 0 {
 		c *= 1 + p.Jitter*b.rand()

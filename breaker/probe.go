@@ -3,6 +3,7 @@ package breaker
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -66,6 +67,9 @@ func (b *Breaker) AllowProbe() (Permit, error) {
 // AllowProbeAt is AllowProbe with the time given by the caller.
 func (b *Breaker) AllowProbeAt(now time.Time) (Permit, error) {
 	n := b.toNanos(now)
+	if pl := b.prober.Load(); pl != nil {
+		pl.seen.Store(n)
+	}
 	switch State(b.loadSG() & stateMask) {
 	case Closed, ForcedClosed:
 		return Permit{}, ErrNoProbeNeeded
@@ -91,17 +95,39 @@ func (b *Breaker) AttachProber(maxEvery time.Duration) error {
 	if maxEvery < minProbeEvery {
 		return &ConfigError{Package: "breaker", Field: "AttachProber.maxEvery", Value: maxEvery, Problem: "must be at least 10ms"}
 	}
-	if !b.probeEvery.CompareAndSwap(0, int64(maxEvery)) {
+	pl := &proberLink{every: int64(maxEvery)}
+	pl.seen.Store(b.preciseNanos())
+	if !b.prober.CompareAndSwap(nil, pl) {
 		return fmt.Errorf("breaker: %s already has a prober attached", b.name)
 	}
 	return nil
 }
 
+// proberLink is the breaker's side of its prober.
+type proberLink struct {
+	every int64        // the longest open period between probes, in nanoseconds
+	seen  atomic.Int64 // when the prober last asked for a probe (breaker nanos)
+}
+
+// proberActive reports whether an attached prober owns half-open at now: it has
+// asked for a probe within one interval and one ProbeLease of the later of its last
+// request and the end of the open period. A prober that stopped (its Run returned,
+// its goroutine is stuck) thus hands probing back to user calls instead of leaving
+// the breaker open for good.
+func (b *Breaker) proberActive(now int64) bool {
+	pl := b.prober.Load()
+	if pl == nil {
+		return false
+	}
+	since := max(pl.seen.Load(), b.reopenAt.Load())
+	return now-since <= pl.every+int64(b.policy.ProbeLease)
+}
+
 // DetachProber gives half-open back to user calls.
-func (b *Breaker) DetachProber() { b.probeEvery.Store(0) }
+func (b *Breaker) DetachProber() { b.prober.Store(nil) }
 
 // HasProber reports whether a prober is attached.
-func (b *Breaker) HasProber() bool { return b.probeEvery.Load() != 0 }
+func (b *Breaker) HasProber() bool { return b.prober.Load() != nil }
 
 // noProbeRejection refuses a call that may not probe, in state st at now (no lock
 // held). Before the open period ends the breaker's own rejection says when the next

@@ -204,3 +204,21 @@ func TestAllowNoProbeClosedAllocatesNothing(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+// A prober that stopped asking hands probing back to user calls after one interval
+// and one lease, so a breaker is never left open for good by a dead prober.
+func TestAStoppedProberHandsProbingBack(t *testing.T) {
+	t.Parallel()
+	b, fc, _ := newTest(t, Policy{ProbeLease: 10 * time.Second})
+	require.NoError(t, b.AttachProber(30*time.Second))
+	trip(t, b)
+	fc.Advance(30*time.Second + 40*time.Second)
+	_, err := b.Allow()
+	require.ErrorIs(t, err, ErrOpen, "within one interval and one lease the prober owns half-open")
+	fc.Advance(time.Second)
+	p, err := b.Allow()
+	require.NoError(t, err, "the prober is late: a user call probes")
+	require.True(t, p.IsProbe())
+	p.Success()
+	require.Equal(t, Closed, b.State())
+}
