@@ -97,9 +97,9 @@ func MustNew(cfg Config) *Prober {
 }
 
 // Close detaches the prober from its breakers: user calls probe them again. Probes
-// in flight finish and report. Close is idempotent.
+// in flight finish and report. Close is idempotent, and a no-op on a nil Prober.
 func (p *Prober) Close() {
-	if p.closed.Swap(true) {
+	if p == nil || p.closed.Swap(true) {
 		return
 	}
 	for _, t := range p.targets {
@@ -108,8 +108,12 @@ func (p *Prober) Close() {
 }
 
 // Run probes until ctx is done, then returns ctx's error. It does not Close the
-// prober.
+// prober. On a nil Prober (FromMap with nothing to probe) it waits for ctx.
 func (p *Prober) Run(ctx context.Context) error {
+	if p == nil { // FromMap found nothing to probe
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	for {
 		next := p.ProbeDue(ctx)
 		if err := p.cfg.Sleep(ctx, next.Sub(p.cfg.Clock.Now())); err != nil {
