@@ -103,9 +103,9 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 		sr.Description = fmt.Sprintf("trips after more than %d consecutive failures, open %v, one probe; same retries as naive",
 			p.MaxConsecutive, p.Open)
 		sr.Breaker = true
-	case StrategyDefaults, StrategyPolicy:
+	case StrategyDefaults, StrategyPolicy, StrategyProbe:
 		p := DefaultsPolicy()
-		if name == StrategyPolicy {
+		if name != StrategyDefaults {
 			var err error
 			if p, err = s.UserPolicy(); err != nil {
 				return nil, err
@@ -121,6 +121,11 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 		sr.Breaker = true
 		pi := policyInfo(p)
 		sr.Policy = &pi
+		if name == StrategyProbe {
+			if err := x.startProber(g, sr); err != nil { // sim/probe.go
+				return nil, err
+			}
+		}
 	default:
 		return nil, &ConfigError{Package: "sim", Field: "strategies", Value: name, Problem: "unknown strategy"}
 	}
