@@ -74,7 +74,8 @@ type Breaker struct {
 	openedAt      int64
 	everOpened    bool  // openedAt is set (0 is a valid instant: the epoch)
 	hasNotBefore  bool  // notBefore is set; cleared when the breaker closes
-	delivering    bool  // (the three bools sit together: the struct stays in its size class)
+	delivering    bool  // (the four bools sit together: the struct stays in its size class)
+	emitHealth    bool  // the transition being made is a health probe's (Event.HealthProbe)
 	notBefore     int64 // latest instant a dependency asked not to be called before
 	notBeforeSpan int64 // the delay that set notBefore, to survive a clock jumping back
 	failedProbes  int   // consecutive failed probes since the breaker last closed
@@ -324,7 +325,9 @@ func (b *Breaker) acquire(now int64, kind allowKind) (Permit, error) {
 			return b.rejection()
 		}
 		if kind == allowProber {
+			b.emitHealth = true
 			b.transition(now, HalfOpen, CauseCooldownElapsed, "probe interval elapsed; running the health probe")
+			b.emitHealth = false
 		} else {
 			b.transition(now, HalfOpen, CauseCooldownElapsed, "cooldown elapsed; letting a probe through")
 		}

@@ -229,6 +229,8 @@ func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 	}
 	start := b.leases[slot].start
 	health := token&healthToken != 0
+	b.emitHealth = health // the events this report causes say whose probe it was
+	defer func() { b.emitHealth = false }()
 	slow := b.slowNanos > 0 && r.Verdict != Ignore && now-start >= b.slowNanos
 	b.leases[slot] = lease{}
 	switch {

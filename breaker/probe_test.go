@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,4 +222,32 @@ func TestAStoppedProberHandsProbingBack(t *testing.T) {
 	require.True(t, p.IsProbe())
 	p.Success()
 	require.Equal(t, Closed, b.State())
+}
+
+// The transitions a health probe makes say so (Event.HealthProbe); a user call's
+// probe does not.
+func TestTransitionsSayWhoseProbeItWas(t *testing.T) {
+	t.Parallel()
+	b, fc, rec := newTest(t, Policy{})
+	trip(t, b)
+	fc.Advance(30 * time.Second)
+	p, err := b.Allow()
+	require.NoError(t, err)
+	p.Failure()
+	require.NoError(t, b.AttachProber(30*time.Second))
+	fc.Advance(30 * time.Second)
+	p, err = b.AllowProbe()
+	require.NoError(t, err)
+	p.Success()
+	var got []string
+	for _, e := range rec.all() {
+		got = append(got, fmt.Sprintf("%s->%s %s health=%v", e.From, e.To, e.Cause, e.HealthProbe))
+	}
+	require.Equal(t, []string{
+		"closed->open failure_rate health=false",
+		"open->half_open cooldown_elapsed health=false",
+		"half_open->open probe_failed health=false",
+		"open->half_open cooldown_elapsed health=true",
+		"half_open->closed probe_succeeded health=true",
+	}, got)
 }
