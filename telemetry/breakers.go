@@ -39,8 +39,8 @@ type depRecord struct {
 	probeFailed    uint64
 	// bySource counts the settled probes by [source, result], for the breakers whose
 	// series the budget admitted (agentbreaker_breaker_probe_results_total).
-	bySource map[[2]string]uint64
-	extensions     uint64
+	bySource   map[[2]string]uint64
+	extensions uint64
 	// downSince is when the current open (or half-open) stretch began; zero outside one.
 	downSince time.Time
 	// downTotal sums the stretches that ended.
