@@ -53,9 +53,6 @@ type Breaker struct {
 	reopenAt  atomic.Int64 // open: when the next probe may go
 	openSpan  atomic.Int64 // open: the wait that was set, to survive a clock jumping back
 	probeBusy atomic.Int64 // half-open: reject until then (every probe slot is taken)
-	// prober is set while a prober is attached (see probe.go); nil = user calls may
-	// probe. One pointer, not two words: the struct stays in its size class.
-	prober    atomic.Pointer[proberLink]
 	rejectErr atomic.Pointer[OpenError]
 	slowNanos int64 // SlowCallThreshold in nanoseconds; 0 = off
 	clk       clock.Clock
@@ -86,6 +83,12 @@ type Breaker struct {
 	expired       int64 // probe leases that ran out, over the breaker's life
 	pending       []Event
 	fleet         *fleetLink // set while attached to a fleet (package fleet); see fleet.go
+
+	// prober is set while a prober is attached (see probe.go); nil = user calls may
+	// probe. Read without the lock, off the closed path; kept last so that the fields
+	// the closed path reads keep their offsets. One pointer, not two words: the struct
+	// stays in its size class.
+	prober atomic.Pointer[proberLink]
 }
 
 type lease struct {
