@@ -129,6 +129,18 @@ func (b *Breaker) DetachProber() { b.prober.Store(nil) }
 // HasProber reports whether a prober is attached.
 func (b *Breaker) HasProber() bool { return b.prober.Load() != nil }
 
+// ProbePolicy returns the policy with the open period a breaker with a prober uses:
+// Cooldown bounded by the prober's interval, and no growth. Without a prober it is
+// Policy(). Fleet mode computes the fleet's open periods from it.
+func (b *Breaker) ProbePolicy() Policy {
+	p := b.policy
+	if pl := b.prober.Load(); pl != nil {
+		p.Cooldown = min(p.Cooldown, time.Duration(pl.every))
+		p.CooldownMultiplier = 1
+	}
+	return p
+}
+
 // noProbeRejection refuses a call that may not probe, in state st at now (no lock
 // held). Before the open period ends the breaker's own rejection says when the next
 // probe may go; after it, the call waits for a probe, and the error says so.

@@ -72,6 +72,7 @@ func startProbedReplica(t *testing.T, addr, app, name string, h *health, cooldow
 	f := newFleet(t, addr, app, name, 50*time.Millisecond)
 	pol := testPolicy(cooldown)
 	pol.ProbeLease = lease
+	pol.CooldownMultiplier, pol.MaxCooldown = 2, 20*cooldown // growth a health probe goes without
 	b := breaker.MustNew(breaker.Config{Name: "crm", Policy: pol})
 	require.NoError(t, f.Attach(b))
 	p, err := probe.New(probe.Config{Checks: []probe.Check{{Breaker: b, Func: h.check(name), Timeout: lease / 2}},
@@ -131,8 +132,9 @@ func TestFleetProbesOncePerIntervalAndADeadProberFreesItsLease(t *testing.T) {
 	require.LessOrEqual(t, len(checks), int(elapsed/cooldown)+2,
 		"%d checks in %s with a %s interval: the replicas each probed", len(checks), elapsed, cooldown)
 	for i := 1; i < len(checks); i++ {
-		require.GreaterOrEqual(t, checks[i].at.Sub(checks[i-1].at), cooldown/2,
-			"checks %d and %d came %s apart: two replicas probed in one interval", i-1, i, checks[i].at.Sub(checks[i-1].at))
+		gap := checks[i].at.Sub(checks[i-1].at)
+		require.GreaterOrEqual(t, gap, cooldown/2, "checks %d and %d came %s apart: two replicas probed in one interval", i-1, i, gap)
+		require.Less(t, gap, 4*cooldown, "checks %d and %d came %s apart: the fleet's open period grew", i-1, i, gap)
 	}
 
 	// The recovery: one check closes both.
