@@ -171,7 +171,6 @@ func TestProbesOfManyDependenciesDoNotRunInLockstep(t *testing.T) {
 // nonsense is a failed probe with one clear log record; the breaker reopens for
 // another interval and the next probe goes normally.
 func TestBadProbes(t *testing.T) {
-	type nilErr struct{ msg *string }
 	tests := []struct {
 		name    string
 		check   func(r *rig) probe.Func
@@ -198,7 +197,6 @@ func TestBadProbes(t *testing.T) {
 			return func(context.Context) error { return context.Canceled } // not the prober's context: says nothing
 		}},
 	}
-	_ = nilErr{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var r *rig
