@@ -230,6 +230,19 @@ func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 			d.Reason = ReasonUnresolved
 			return d, nil
 		}
+		// The same operation asked again while it waits (a model repeating a queued
+		// call, which is never the probe): it is the item already queued, not a second
+		// one that would replay the operation twice.
+		waiting, err := c.cfg.Journal.Queued(ctx, w.Dependency, 0, journal.QueueWaiting)
+		if err != nil {
+			return d, err
+		}
+		for _, it := range waiting {
+			if it.IdempotencyKey == w.IdempotencyKey {
+				d.Verdict, d.Reason, d.ItemID, d.QueuedUntil = Queue, ReasonQueued, it.ID, it.ExpiresAt
+				return d, nil
+			}
+		}
 	}
 	it, err := c.cfg.Journal.Enqueue(ctx, journal.QueueItem{
 		Dependency: w.Dependency, Tool: w.Tool, RequestID: w.RequestID, IdempotencyKey: w.IdempotencyKey,
