@@ -379,3 +379,15 @@ func TestRunProbesOnItsOwn(t *testing.T) {
 	require.Equal(t, breaker.Closed, r.b.State())
 	require.Equal(t, start.Add(4*30*time.Second), r.last().At)
 }
+
+// A breaker that wants several successful probes gets them in one round, one at a time.
+func TestSeveralProbesInOneRound(t *testing.T) {
+	r := newRig(t, breaker.Policy{HalfOpenProbes: 3}, nil, nil)
+	r.healthy.Store(true)
+	r.trip(t)
+	r.clk.Advance(30 * time.Second)
+	r.p.ProbeDue(t.Context())
+	require.Equal(t, int32(3), r.checks.Load())
+	require.Equal(t, breaker.Closed, r.b.State())
+	require.Equal(t, 3, r.fired())
+}
