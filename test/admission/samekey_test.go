@@ -36,3 +36,19 @@ func TestTheSameOperationAskedAgainIsQueuedOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, first.ItemID, other.ItemID)
 }
+
+// With a health probe attached, no work probes: once the cooldown is over work that
+// may wait is queued, not admitted (issue 24a).
+func TestWorkOnAProbedBreakerIsQueuedAfterTheCooldown(t *testing.T) {
+	r := newRig(t, nil)
+	r.trip(t)
+	r.clk.Advance(30 * time.Second)
+	w := admission.Work{Dependency: "crm", Tool: "update", Priority: admission.PriorityNormal, MaxWait: time.Hour}
+	d, err := r.ctrl.Admit(t.Context(), w)
+	require.NoError(t, err)
+	require.Equal(t, admission.Admit, d.Verdict, "no probe: this work may be the probe")
+	require.NoError(t, r.crm.AttachProber(30*time.Second))
+	d, err = r.ctrl.Admit(t.Context(), w)
+	require.NoError(t, err)
+	require.Equal(t, admission.Queue, d.Verdict, "the health probe decides; the work waits")
+}
