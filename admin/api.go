@@ -32,7 +32,10 @@ type BreakerStatus struct {
 	RetryAfterSeconds float64   `json:"retry_after_seconds"`
 	FailedProbes      int       `json:"failed_probes"`
 	ProbesInFlight    int       `json:"probes_in_flight"`
-	Tools             []string  `json:"tools"`
+	// Probed is set when a health probe is attached (package probe): half-open is
+	// decided by it, and user calls are answered locally until it closes the breaker.
+	Probed bool     `json:"probed,omitempty"`
+	Tools  []string `json:"tools"`
 	// DownSince is when the breaker stopped admitting calls (open, half-open or forced
 	// open), and OpenForSeconds how long ago that was; zero while it admits calls.
 	// Failed probes do not restart it. Without a History it is the last opening.
@@ -86,6 +89,7 @@ func (h *Handler) status(b *breaker.Breaker, now time.Time) BreakerStatus {
 		RetryAfterSeconds: s.RetryAfter.Seconds(),
 		FailedProbes:      s.FailedProbes,
 		ProbesInFlight:    s.ProbesInFlight,
+		Probed:            b.HasProber(),
 		Tools:             []string{},
 		Transitions:       []Transition{},
 	}

@@ -26,6 +26,9 @@ type Transition struct {
 	To     string    `json:"to"`
 	Cause  string    `json:"cause"`
 	Reason string    `json:"reason"`
+	// HealthProbe is set for a transition the dependency's health probe made (package
+	// probe), unset for one a user call's probe made.
+	HealthProbe bool `json:"health_probe,omitempty"`
 }
 
 // HistoryConfig configures a [History].
@@ -100,7 +103,7 @@ func (h *History) Record(e breaker.Event) {
 	if len(reason) > maxReasonStored {
 		reason = fmt.Sprintf("%s… (%d bytes)", reason[:maxReasonStored], len(reason))
 	}
-	t := Transition{At: e.At, From: e.From.String(), To: e.To.String(), Cause: e.Cause.String(), Reason: reason}
+	t := Transition{At: e.At, From: e.From.String(), To: e.To.String(), Cause: e.Cause.String(), Reason: reason, HealthProbe: e.HealthProbe}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r := h.rings[e.Breaker]

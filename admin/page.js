@@ -97,6 +97,7 @@
       what.appendChild(el("span", t.from + " \u2192 " + t.to, "move"));
       what.appendChild(document.createTextNode(" "));
       what.appendChild(el("span", t.cause, "cause"));
+      if (t.health_probe) what.appendChild(el("span", " (health probe)", "source"));
       li.appendChild(what);
       if (t.reason) {
         const why = el("span", t.reason, "why");
@@ -134,6 +135,13 @@
       sc.title = scopeTip;
       st.appendChild(document.createTextNode(" "));
       st.appendChild(sc);
+    }
+    if (b.probed) {
+      // Half-open belongs to the dependency's health probe: user calls never probe it.
+      const pb = el("span", "health probe", "badge probed");
+      pb.title = "recovery is decided by the dependency's health probe; user calls are answered locally until it closes";
+      st.appendChild(document.createTextNode(" "));
+      st.appendChild(pb);
     }
     const openFor = cell(tr, b.down_since ? duration(b.open_for_seconds) : "", "open-for");
     if (b.down_since) openFor.title = "since " + b.down_since;

@@ -143,6 +143,12 @@ type Work struct {
 	// ReadOnly marks a step that only reads. Reads are never queued: by the time they
 	// ran their answer would be stale.
 	ReadOnly bool
+	// NoProbe marks work that must never be a half-open probe (a mutation: see
+	// breaker.Breaker.AllowNoProbe). Once the cooldown is over such work is not
+	// admitted to probe: it is queued, or refused, as while the breaker is open.
+	// Work on a breaker with a health probe attached (package probe) is treated so
+	// too, whatever this says. Defaults to false.
+	NoProbe bool
 	// MaxWait is how long the step may wait for the dependency. Zero means it cannot
 	// wait. A queued step expires MaxWait after it was queued.
 	MaxWait time.Duration
@@ -187,7 +193,7 @@ func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 	state := b.State()
 	d.BreakerState = state.String()
 	wait := b.RetryAfter()
-	if available(state, wait) {
+	if available(state, wait) && (state.Admits() || !w.NoProbe && !b.HasProber()) {
 		d.Verdict, d.Reason = Admit, ReasonAvailable
 		return d, nil
 	}
@@ -223,6 +229,19 @@ func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 		if len(un) > 0 {
 			d.Reason = ReasonUnresolved
 			return d, nil
+		}
+		// The same operation asked again while it waits (a model repeating a queued
+		// call, which is never the probe): it is the item already queued, not a second
+		// one that would replay the operation twice.
+		waiting, err := c.cfg.Journal.Queued(ctx, w.Dependency, 0, journal.QueueWaiting)
+		if err != nil {
+			return d, err
+		}
+		for _, it := range waiting {
+			if it.IdempotencyKey == w.IdempotencyKey {
+				d.Verdict, d.Reason, d.ItemID, d.QueuedUntil = Queue, ReasonQueued, it.ID, it.ExpiresAt
+				return d, nil
+			}
 		}
 	}
 	it, err := c.cfg.Journal.Enqueue(ctx, journal.QueueItem{

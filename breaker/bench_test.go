@@ -95,3 +95,15 @@ func BenchmarkCoarseStalenessSaturated(b *testing.B) {
 	b.ReportMetric(float64(all[len(all)-1].Microseconds()), "max-stale-µs")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-stale-µs")
 }
+
+// BenchmarkClosedAllowNoProbeSuccess is the closed path of a mutation's admission.
+func BenchmarkClosedAllowNoProbeSuccess(b *testing.B) {
+	br := MustNew(Config{Name: "bench"})
+	for b.Loop() {
+		p, err := br.AllowNoProbe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Success()
+	}
+}

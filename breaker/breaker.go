@@ -71,7 +71,8 @@ type Breaker struct {
 	openedAt      int64
 	everOpened    bool  // openedAt is set (0 is a valid instant: the epoch)
 	hasNotBefore  bool  // notBefore is set; cleared when the breaker closes
-	delivering    bool  // (the three bools sit together: the struct stays in its size class)
+	delivering    bool  // (the four bools sit together: the struct stays in its size class)
+	emitHealth    bool  // the transition being made is a health probe's (Event.HealthProbe)
 	notBefore     int64 // latest instant a dependency asked not to be called before
 	notBeforeSpan int64 // the delay that set notBefore, to survive a clock jumping back
 	failedProbes  int   // consecutive failed probes since the breaker last closed
@@ -82,6 +83,12 @@ type Breaker struct {
 	expired       int64 // probe leases that ran out, over the breaker's life
 	pending       []Event
 	fleet         *fleetLink // set while attached to a fleet (package fleet); see fleet.go
+
+	// prober is set while a prober is attached (see probe.go); nil = user calls may
+	// probe. Read without the lock, off the closed path; kept last so that the fields
+	// the closed path reads keep their offsets. One pointer, not two words: the struct
+	// stays in its size class.
+	prober atomic.Pointer[proberLink]
 }
 
 type lease struct {
@@ -217,7 +224,7 @@ func (p *Permit) allowTimed() (err error) {
 		*p = Permit{b: b, sg: sg, n: b.preciseNanos()}
 		return nil
 	}
-	*p, err = b.allowSlow(sg, b.nanos(), true)
+	*p, err = b.allowSlow(sg, b.nanos(), true, allowUser)
 	return err
 }
 
@@ -228,12 +235,21 @@ func (b *Breaker) AllowAt(now time.Time) (Permit, error) {
 	if State(sg & stateMask).Admits() {
 		return Permit{b: b, sg: sg, n: n}, nil
 	}
-	return b.allowSlow(sg, n, false)
+	return b.allowSlow(sg, n, false, allowUser)
 }
+
+// allowKind says who asks, which decides whether the call may become a probe.
+type allowKind uint8
+
+const (
+	allowUser    allowKind = iota // a user call: may probe, unless a prober is attached
+	allowNoProbe                  // a call that must never be a probe (a mutation)
+	allowProber                   // the attached prober's own health check
+)
 
 // allowSlow rejects without a lock while the state says so; otherwise it decides under
 // the lock, re-reading the clock precisely when refresh is set.
-func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool) (Permit, error) {
+func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool, kind allowKind) (Permit, error) {
 	hook(hookRejectAfterLoad)
 	// A wait longer than its full span means an injected clock went backwards: the lock
 	// clamps it. The default clock is monotonic, and its coarse readings may lag the
@@ -253,10 +269,18 @@ func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool) (Permit, error) 
 	case ForcedOpen:
 		return b.rejection()
 	}
+	// Past the fast checks the call would end the open period or take a free probe
+	// slot: only a call that may probe goes on. Checked here, after the lock-free
+	// rejections, so neither the closed path nor the busy rejections pay for it.
+	if st := State(sg & stateMask); (st == Open || st == HalfOpen) && kind != allowProber &&
+		(kind == allowNoProbe || b.proberActive(now)) {
+		b.countRejection()
+		return b.noProbeRejection(st, now)
+	}
 	if refresh {
 		now = b.preciseNanos()
 	}
-	return b.acquire(now)
+	return b.acquire(now, kind)
 }
 
 // countRejection keeps the coarse clock fresh while callers are being rejected: every
@@ -279,7 +303,7 @@ func refreshClock() {
 
 // acquire runs under the lock when the fast path could not decide: the cooldown may have
 // ended, a probe slot may be free, or the state changed under us.
-func (b *Breaker) acquire(now int64) (Permit, error) {
+func (b *Breaker) acquire(now int64, kind allowKind) (Permit, error) {
 	b.mu.Lock()
 	b.clamp(now)
 	sg := b.loadSG()
@@ -290,12 +314,26 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 	case ForcedOpen:
 		b.mu.Unlock()
 		return b.rejection()
-	case Open:
+	}
+	if kind != allowProber && (kind == allowNoProbe || b.proberActive(now)) {
+		// A call that may not probe (or a prober attached while it waited for the
+		// lock): it neither ends the open period nor takes a slot.
+		st := State(sg & stateMask)
+		b.mu.Unlock()
+		return b.noProbeRejection(st, now)
+	}
+	if State(sg&stateMask) == Open {
 		if now < b.reopenAt.Load() || b.fleetDefers(now) {
 			b.mu.Unlock()
 			return b.rejection()
 		}
-		b.transition(now, HalfOpen, CauseCooldownElapsed, "cooldown elapsed; letting a probe through")
+		if kind == allowProber {
+			b.emitHealth = true
+			b.transition(now, HalfOpen, CauseCooldownElapsed, "probe interval elapsed; running the health probe")
+			b.emitHealth = false
+		} else {
+			b.transition(now, HalfOpen, CauseCooldownElapsed, "cooldown elapsed; letting a probe through")
+		}
 		sg = b.loadSG()
 	}
 	// Half-open: hand out a probe lease if a slot is free.
@@ -306,7 +344,10 @@ func (b *Breaker) acquire(now int64) (Permit, error) {
 		return b.rejection()
 	}
 	b.nextToken++
-	token := b.nextToken
+	token := b.nextToken &^ healthToken
+	if kind == allowProber {
+		token |= healthToken // the lease remembers whose probe it is: see reportProbe
+	}
 	for i := range b.leases {
 		if b.leases[i].token == 0 {
 			b.leases[i] = lease{token: token, start: now, deadline: now + int64(b.policy.ProbeLease)}
@@ -391,9 +432,15 @@ func (b *Breaker) updateProbeBusy() {
 // cooldown returns the jittered open period after failedProbes consecutive failed
 // probes: Cooldown × CooldownMultiplier^failedProbes, stretched by the jitter, then
 // capped at MaxCooldown (so jitter never makes a wait exceed the cap).
+//
+// With a prober attached the period does not grow: health probes are cheap, so the
+// breaker probes at Cooldown, or at the prober's MaxInterval when that is shorter.
 func (b *Breaker) cooldown() time.Duration {
 	p := &b.policy
 	c := float64(p.Cooldown) * math.Pow(p.CooldownMultiplier, float64(b.failedProbes))
+	if pl := b.prober.Load(); pl != nil {
+		c = float64(min(p.Cooldown, time.Duration(pl.every)))
+	}
 	if p.Jitter > 0 {
 		c *= 1 + p.Jitter*b.rand()
 	}

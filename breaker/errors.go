@@ -25,6 +25,10 @@ type OpenError struct {
 	// Until is when the next probe may go. Zero when nobody knows: a forced-open breaker
 	// waits for an operator.
 	Until time.Time
+	// WaitsForProbe is set when the call was refused only because it may not be the
+	// probe (AllowNoProbe, or any user call once a prober is attached): the breaker's
+	// open period is over and it waits for a probe to decide.
+	WaitsForProbe bool
 
 	now  func() time.Time
 	span time.Duration // the full wait that was set: a clock that jumped back cannot stretch it
@@ -32,6 +36,8 @@ type OpenError struct {
 
 func (e *OpenError) Error() string {
 	switch {
+	case e.WaitsForProbe:
+		return fmt.Sprintf("breaker: %s is %s and waits for a probe; this call may not be the probe", e.Breaker, e.State)
 	case e.State == HalfOpen:
 		return fmt.Sprintf("breaker: %s is half-open and its probe is in flight", e.Breaker)
 	case e.Until.IsZero():

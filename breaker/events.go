@@ -19,6 +19,10 @@ type Event struct {
 	Generation uint64
 	// Window holds the calls measured when the event happened.
 	Window Counts
+	// HealthProbe is set when the transition was made by the breaker's attached prober
+	// (package probe): its health probe started (open to half-open) or settled
+	// (half-open to closed or open). It is unset for a user call's probe.
+	HealthProbe bool
 }
 
 // emit queues an event under the lock; deliver hands it to the listeners after unlocking.
@@ -36,6 +40,7 @@ func (b *Breaker) emit(now int64, from, to State, cause Cause, reason string) {
 		At:            b.toTime(now),
 		Generation:    b.loadSG() >> genShift,
 		Window:        b.win.sums(),
+		HealthProbe:   b.emitHealth,
 	}
 	if to == Open {
 		e.ReopenAt = b.toTime(b.reopenAt.Load())

@@ -228,6 +228,9 @@ func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 		return // the lease ran out
 	}
 	start := b.leases[slot].start
+	health := token&healthToken != 0
+	b.emitHealth = health // the events this report causes say whose probe it was
+	defer func() { b.emitHealth = false }()
 	slow := b.slowNanos > 0 && r.Verdict != Ignore && now-start >= b.slowNanos
 	b.leases[slot] = lease{}
 	switch {
@@ -236,7 +239,11 @@ func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 		b.updateProbeBusy()
 	case r.Verdict == Failure:
 		b.failedProbes++
-		b.open(now, CauseProbeFailed, "probe failed")
+		if health {
+			b.open(now, CauseProbeFailed, "health probe failed")
+		} else {
+			b.open(now, CauseProbeFailed, "probe failed")
+		}
 	case slow:
 		b.failedProbes++
 		b.open(now, CauseProbeFailed, fmt.Sprintf("probe too slow (%s ≥ %s)",
@@ -247,6 +254,9 @@ func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 			reason := "probe succeeded"
 			if len(b.leases) > 1 {
 				reason = fmt.Sprintf("all %d probes succeeded", len(b.leases))
+			}
+			if health {
+				reason = "health " + reason
 			}
 			b.transition(now, Closed, CauseProbeSucceeded, reason)
 			return

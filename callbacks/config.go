@@ -111,7 +111,10 @@ type SideEffects struct {
 	// MutatingTools are tools with side effects. When one of their calls fails with
 	// an UNKNOWN outcome that counts (a timeout after sending, a reset, most 5xx), the
 	// model gets an outcome-unknown payload telling it not to repeat the action,
-	// instead of the raw error. Defaults to none.
+	// instead of the raw error. Their calls are never a half-open probe either: once
+	// the cooldown is over they are answered unavailable (or queued, for QueueTools)
+	// until a read-only call of the dependency, or its health probe, closes the
+	// breaker (docs/probes.md). Defaults to none.
 	MutatingTools []string
 
 	// Retry, when set, puts every guarded call under a logical operation of this

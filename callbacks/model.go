@@ -90,6 +90,8 @@ func (c *Callbacks) guardModelCall(ctx agent.Context, inv *invocation, req *mode
 // with cooldown left, or half-open with every probe out. An open breaker whose
 // cooldown is over is not: its state stays "open" until the next Allow, and that
 // call, the probe, can only come from the model if the model is shown the tool.
+// A breaker with a prober (package probe) refuses user calls until a probe closes it,
+// so its tools stay hidden until then.
 func (c *Callbacks) open(dep string) bool {
 	b, ok := c.deps.Get(dep)
 	if !ok {
@@ -99,7 +101,7 @@ func (c *Callbacks) open(dep string) bool {
 	case breaker.ForcedOpen:
 		return true
 	case breaker.Open, breaker.HalfOpen:
-		return b.RetryAfter() > 0
+		return b.HasProber() || b.RetryAfter() > 0
 	}
 	return false
 }

@@ -87,6 +87,7 @@ func (c *Callbacks) queue(ctx agent.Context, inv *invocation, tool, dep string, 
 	d, err := c.cfg.SideEffects.Admission.Admit(ctx, admission.Work{
 		Dependency: dep, Tool: tool, RequestID: requestID, IdempotencyKey: key,
 		Priority: prio, MaxWait: qt.MaxWait, ReplayPolicy: qt.ReplayPolicy, Payload: body,
+		NoProbe: c.mutating[tool], // a mutation is never the probe: it waits in the queue
 	})
 	if err != nil {
 		c.log.Warn("agentbreaker: call not queued", slog.String("tool", tool), slog.String("dependency", dep), c.errAttr(err))

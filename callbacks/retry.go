@@ -21,7 +21,7 @@ func (c *Callbacks) operation(inv *invocation, tool, dep string, b *breaker.Brea
 	// package's records have no function call ID). The breaker's policy version names
 	// the policy when the Retrier's own has none, as it does for an operation given
 	// the breaker.
-	op := retry.Operation{Dependency: dep, Tool: tool, Args: args, Idempotent: !c.mutating[tool], RequestID: inv.id}
+	op := retry.Operation{Dependency: dep, Tool: tool, Args: args, Idempotent: !c.mutating[tool], Mutating: c.mutating[tool], RequestID: inv.id}
 	if c.cfg.SideEffects.Retry.Policy().Version == "" {
 		op.Policy.Version = b.Policy().Version
 	}

@@ -86,7 +86,15 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		if p := c.held(ctx, inv, name, dep, b, args); p != nil {
 			return p, nil // the dependency asked for a delay that has not passed
 		}
-		permit, err := b.Allow()
+		var permit breaker.Permit
+		if c.mutating[name] {
+			// A mutation is never the probe: while the breaker is half-open (or its
+			// cooldown is over) the call is refused or queued, and a read-only call
+			// of the dependency, or its prober, decides.
+			permit, err = b.AllowNoProbe()
+		} else {
+			permit, err = b.Allow()
+		}
 		if err != nil {
 			if p := c.queue(ctx, inv, name, dep, b, args); p != nil {
 				return p, nil

@@ -61,6 +61,12 @@ type Config struct {
 	// same answer (the shared breaker, or none) without being remembered. Defaults to 1000.
 	MaxDependencies int
 
+	// MaxProbeInterval bounds the time between two probes of a dependency with a
+	// Probe: the prober built by probe.FromMap probes every Cooldown (without growth)
+	// or every MaxProbeInterval when that is shorter. From 10ms to 1h. Defaults to 0:
+	// probe.DefaultMaxInterval (30s).
+	MaxProbeInterval time.Duration
+
 	// Clock is given to every breaker. Defaults to the system clock.
 	Clock clock.Clock
 	// Rand is given to every breaker for its cooldown jitter (see breaker.Config.Rand):
@@ -81,6 +87,10 @@ type Dependency struct {
 	Hosts []string
 	// Policy overrides the default policy field by field: its zero fields inherit.
 	Policy breaker.Policy
+	// Probe is the dependency's health probe. With one, half-open is decided by probes
+	// alone and recovery does not wait for traffic (see package probe). Defaults to
+	// nil: the first call after the cooldown that may probe is the probe.
+	Probe *Probe
 }
 
 // ModelEndpoint is one model served from one region.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentbreaker/agentbreaker/redact"
 
@@ -64,6 +65,9 @@ func New(cfg Config) (*Map, error) {
 	if err := checkPolicy("model default policy", merge(DefaultModelPolicy, cfg.ModelDefault)); err != nil {
 		return nil, err
 	}
+	if d := cfg.MaxProbeInterval; d != 0 && (d < 10*time.Millisecond || d > time.Hour) {
+		return nil, fmt.Errorf("dependencymap: MaxProbeInterval = %s: must be 0 (the default) or between 10ms and 1h", d)
+	}
 	if err := checkNames(cfg); err != nil {
 		return nil, err
 	}
@@ -91,6 +95,11 @@ func New(cfg Config) (*Map, error) {
 			return nil, err
 		}
 		s.keys[key] = b
+		if dep.Probe != nil {
+			if err := dep.Probe.check(key); err != nil {
+				return nil, err
+			}
+		}
 		for i, tool := range dep.Tools {
 			switch other, dup := s.toolOf[tool]; {
 			case tool == "":

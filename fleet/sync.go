@@ -123,7 +123,7 @@ func errorClass(err error) string {
 }
 
 func (f *Fleet) args(m *member, r fleetlink.Report) []any {
-	p := m.b.Policy()
+	p := m.b.ProbePolicy() // the policy, or, with a health probe attached, its cadence
 	slowRate := 0.0
 	if p.SlowCallThreshold > 0 {
 		slowRate = p.SlowCallRateThreshold

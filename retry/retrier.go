@@ -161,6 +161,12 @@ type Operation struct {
 	// Idempotent declares that repeating the operation is harmless, which lets it be
 	// retried after an UNKNOWN outcome. Defaults to false.
 	Idempotent bool
+	// Mutating declares that the operation changes something (a payment, an email, a
+	// write): its attempts are admitted with Breaker.AllowNoProbe, so none of them is
+	// ever the probe of a half-open Breaker; they are refused (ReasonBreakerOpen) until
+	// a read-only call or the dependency's prober has closed it. Independent of
+	// Idempotent: an idempotent write is still a poor probe. Defaults to false.
+	Mutating bool
 	// Reconcile asks whether an UNKNOWN attempt was applied; when it answers NotApplied
 	// the operation may be retried. Defaults to none, and a non-idempotent operation
 	// then ends at its first UNKNOWN outcome.

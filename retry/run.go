@@ -137,7 +137,13 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 	}
 	a := &Attempt{run: run, info: run.info(n, now)}
 	if b := run.op.Breaker; b != nil {
-		p, err := b.Allow()
+		var p breaker.Permit
+		var err error
+		if run.op.Mutating {
+			p, err = b.AllowNoProbe() // a mutation is never the probe
+		} else {
+			p, err = b.Allow()
+		}
 		if err != nil {
 			c := classify.ForClass(classify.ClassBreakerOpen)
 			state := b.State().String()

@@ -146,6 +146,7 @@ func (*consecutiveGuard) check() error          { return nil }
 // callbacks (classification and the report to the breaker), and its end-of-run callback.
 type abGuard struct {
 	cb       *callbacks.Callbacks
+	deps     *dependencymap.Map
 	before   llmagent.BeforeToolCallback
 	onErr    llmagent.OnToolErrorCallback
 	after    llmagent.AfterToolCallback
@@ -198,7 +199,7 @@ func newABGuard(s Scenario, def breaker.Policy, e *engine, rec *recorder, rnd st
 	}
 	pl := cb.Plugin()
 	return &abGuard{
-		cb: cb, before: pl.BeforeToolCallback(), onErr: pl.OnToolErrorCallback(),
+		cb: cb, deps: deps, before: pl.BeforeToolCallback(), onErr: pl.OnToolErrorCallback(),
 		after: pl.AfterToolCallback(), afterRun: pl.AfterRunCallback(),
 		tool: simTool("lookup_" + s.Dependency), timeout: s.ToolTimeout, rec: rec, breaker: b, now: e.clk.Now,
 	}, nil

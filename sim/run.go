@@ -105,9 +105,9 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 		sr.Description = fmt.Sprintf("trips after more than %d consecutive failures, open %s, one probe; same retries as naive",
 			p.MaxConsecutive, shortDuration(p.Open))
 		sr.Breaker = true
-	case StrategyDefaults, StrategyPolicy:
+	case StrategyDefaults, StrategyPolicy, StrategyProbe:
 		var def breaker.Policy // the plugin's defaults: dependencymap applies its tool defaults
-		if name == StrategyPolicy {
+		if name != StrategyDefaults {
 			var err error
 			if def, err = s.userConfig(); err != nil {
 				return nil, err
@@ -125,6 +125,11 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 		sr.Breaker = true
 		pi := policyInfo(p)
 		sr.Policy = &pi
+		if name == StrategyProbe {
+			if err := x.startProber(g, sr); err != nil { // sim/probe.go
+				return nil, err
+			}
+		}
 	default:
 		return nil, &ConfigError{Package: "sim", Field: "strategies", Value: name, Problem: "unknown strategy"}
 	}

@@ -288,7 +288,7 @@ func (s Scenario) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, name := range s.Strategies {
-		if !slices.Contains(Strategies(), name) {
+		if !slices.Contains(Strategies(), name) && !slices.Contains(OptInStrategies(), name) {
 			return bad(fmt.Sprintf("strategies[%d]", i), name, "unknown strategy; want one of "+strings.Join(Strategies(), ", "))
 		}
 		if seen[name] {

@@ -37,7 +37,10 @@ type depRecord struct {
 	transitions    map[transition]uint64
 	probeSucceeded uint64
 	probeFailed    uint64
-	extensions     uint64
+	// bySource counts the settled probes by [source, result], for the breakers whose
+	// series the budget admitted (agentbreaker_breaker_probe_results_total).
+	bySource   map[[2]string]uint64
+	extensions uint64
 	// downSince is when the current open (or half-open) stretch began; zero outside one.
 	downSince time.Time
 	// downTotal sums the stretches that ended.
@@ -47,6 +50,7 @@ type depRecord struct {
 func (r *depRecord) clone() depRecord {
 	c := *r
 	c.transitions = maps.Clone(r.transitions)
+	c.bySource = maps.Clone(r.bySource)
 	return c
 }
 
@@ -67,6 +71,21 @@ func (t *Telemetry) record(e breaker.Event) {
 	if own && e.From != e.To && !slices.Contains(automatic, tr) {
 		countHere = t.admit(famTransition, 1, name, e.From.String(), e.To.String(), e.Cause.String())
 	}
+	// A settled probe, by source: one series per (source, result) the first time it
+	// happens, within the transitions' share of the budget.
+	var source [2]string
+	if own && (e.Cause == breaker.CauseProbeSucceeded || e.Cause == breaker.CauseProbeFailed) {
+		source = [2]string{ProbeSourceUser, ProbeFailed}
+		if e.HealthProbe {
+			source[0] = ProbeSourceHealth
+		}
+		if e.Cause == breaker.CauseProbeSucceeded {
+			source[1] = ProbeSucceeded
+		}
+		if !t.admit(famTransition, 1, name, nameProbeResults, source[0], source[1]) {
+			source = [2]string{}
+		}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !countHere {
@@ -82,6 +101,12 @@ func (t *Telemetry) record(e breaker.Event) {
 	}
 	if countHere {
 		r.count(e, tr)
+	}
+	if source[0] != "" {
+		if r.bySource == nil {
+			r.bySource = make(map[[2]string]uint64)
+		}
+		r.bySource[source]++
 	}
 	switch {
 	case e.From == e.To:
@@ -138,6 +163,9 @@ func (t *Telemetry) BreakerEvent(e breaker.Event) {
 	}
 	if !e.ReopenAt.IsZero() {
 		attrs = append(attrs, slog.Time(KeyReopenAt, e.ReopenAt))
+	}
+	if e.HealthProbe {
+		attrs = append(attrs, slog.Bool(KeyHealthProbe, true))
 	}
 	msg := "agentbreaker: breaker state changed"
 	if e.From == e.To {
@@ -275,6 +303,9 @@ func (t *Telemetry) collectOne(ch chan<- prometheus.Metric, name string, r depRe
 	counter(descProbes, float64(r.probeSucceeded), ProbeSucceeded)
 	counter(descProbes, float64(r.probeFailed), ProbeFailed)
 	counter(descProbes, float64(expired), ProbeExpired)
+	for src, n := range r.bySource {
+		counter(descProbeResults, float64(n), src[0], src[1])
+	}
 
 	// The current stretch: from the event that opened the breaker, or, if that event
 	// was missed (the listener was attached late), from the snapshot's last opening.

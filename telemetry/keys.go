@@ -20,6 +20,7 @@ const (
 	KeyCause             = "cause"
 	KeyReason            = "reason"
 	KeyGeneration        = "generation"
+	KeyHealthProbe       = "health_probe" // a breaker transition made by the dependency's health probe
 	KeyWindowCalls       = "window_calls"
 	KeyWindowFailedCalls = "window_failed_calls"
 	KeyReopenAt          = "reopen_at"

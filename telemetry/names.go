@@ -16,6 +16,7 @@ const (
 	nameTransitions          = "agentbreaker_breaker_transitions_total"
 	nameProbes               = "agentbreaker_breaker_probes_total"
 	nameCooldownExtensions   = "agentbreaker_breaker_cooldown_extensions_total"
+	nameProbeResults         = "agentbreaker_breaker_probe_results_total"
 	nameJournalPending       = "agentbreaker_journal_pending_intents"
 	nameJournalOldestAge     = "agentbreaker_journal_oldest_pending_age_seconds"
 	nameFallbackRatio        = "agentbreaker_model_fallback_ratio"
@@ -38,6 +39,14 @@ const (
 	ProbeFailed    = "failed"
 	// ProbeExpired is a probe lease that ran out before its caller reported.
 	ProbeExpired = "expired"
+)
+
+// Probe sources, the values of the source label of agentbreaker_breaker_probe_results_total.
+const (
+	// ProbeSourceHealth is the dependency's own health probe (package probe).
+	ProbeSourceHealth = "health_probe"
+	// ProbeSourceUser is a user's call that was the half-open probe.
+	ProbeSourceUser = "user_call"
 )
 
 var (
@@ -69,6 +78,9 @@ var (
 	descProbes = prometheus.NewDesc(nameProbes,
 		"Half-open probe rounds by result: succeeded (the breaker closed), failed (it reopened) or expired (the probe never reported).",
 		[]string{"dependency", "result"}, nil)
+	descProbeResults = prometheus.NewDesc(nameProbeResults,
+		"Half-open probe rounds that settled, by source (health_probe: the dependency's own probe; user_call: a user's call) and result (succeeded, failed). A series appears with its first probe of that source and result.",
+		[]string{"dependency", "source", "result"}, nil)
 	descCooldownExtensions = prometheus.NewDesc(nameCooldownExtensions,
 		"Times an open breaker's reopen time moved later because the dependency asked for a longer pause (Retry-After, RetryInfo).",
 		dep, nil)
@@ -84,7 +96,7 @@ var (
 
 	scrapeDescs = []*prometheus.Desc{
 		descState, descOpenDuration, descOpenSeconds, descRetryAfter, descWindowCalls,
-		descWindowFailed, descWindowSlow, descProbesInFlight, descTransitions, descProbes,
+		descWindowFailed, descWindowSlow, descProbesInFlight, descTransitions, descProbes, descProbeResults,
 		descCooldownExtensions, descJournalPending, descJournalOldestAge, descFallbackRatio,
 		descStartTime,
 	}

@@ -62,6 +62,7 @@ func lint(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	timeouts := fs.String("timeouts", "", "YAML or JSON file of the tools' layered timeouts (turn, sub_agent, tools: {name: {timeout, attempts, backoff, sub_agent}})")
 	strict := fs.Bool("strict", false, "fail on warnings too")
+	mutating := fs.String("mutating", "", "comma-separated tools with side effects (callbacks.Config.MutatingTools): warns about a dependency whose tools are all mutating and that has no probe")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: agentbreaker lint [flags] DEPENDENCY-FILE...\n\nChecks dependency files (YAML or JSON, as depfile.Load reads them) and, with\n-timeouts, that each tool's timeout × attempts + backoff fits its sub-agent's budget\nand the turn's, and that probe leases outlast a probe's call. Prints every problem\nwith its field and value; exits 1 when there is one.\n\n")
 		fs.PrintDefaults()
@@ -84,6 +85,7 @@ func lint(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, path := range fs.Args() {
 		found = append(found, lintDeps(path, tf, *timeouts)...)
+		found = append(found, lintMutatingWithoutProbe(path, *mutating)...) // lint_probe.go
 	}
 	failed := false
 	for _, f := range found {

@@ -29,6 +29,8 @@ type File struct {
 	MaxDependencies int                   `json:"max_dependencies" yaml:"max_dependencies"`
 	Dependencies    map[string]Dependency `json:"dependencies" yaml:"dependencies"`
 	Models          []Model               `json:"models" yaml:"models"`
+	// MaxProbeInterval is dependencymap.Config.MaxProbeInterval, a duration.
+	MaxProbeInterval string `json:"max_probe_interval" yaml:"max_probe_interval"`
 }
 
 // Dependency is dependencymap.Dependency on disk.
@@ -36,6 +38,15 @@ type Dependency struct {
 	Tools  []string `json:"tools" yaml:"tools"`
 	Hosts  []string `json:"hosts" yaml:"hosts"`
 	Policy Policy   `json:"policy" yaml:"policy"`
+	// Probe is the dependency's health probe; absent means none.
+	Probe *Probe `json:"probe" yaml:"probe"`
+}
+
+// Probe is dependencymap.Probe on disk: a health URL (a Go function cannot be
+// written in a file).
+type Probe struct {
+	URL     string `json:"url" yaml:"url"`
+	Timeout string `json:"timeout" yaml:"timeout"`
 }
 
 // Model is dependencymap.ModelEndpoint on disk.
@@ -143,6 +154,11 @@ func (f File) Config() (dependencymap.Config, error) {
 		return dependencymap.Config{}, fmt.Errorf("dependencymap: unannotated = %q: want own_key, shared or exempt", f.Unannotated)
 	}
 	var err error
+	if f.MaxProbeInterval != "" {
+		if cfg.MaxProbeInterval, err = time.ParseDuration(f.MaxProbeInterval); err != nil {
+			return dependencymap.Config{}, fmt.Errorf("dependencymap: max_probe_interval = %q: %w", f.MaxProbeInterval, err)
+		}
+	}
 	if cfg.Default, err = f.Default.policy("default"); err != nil {
 		return dependencymap.Config{}, err
 	}
@@ -157,7 +173,16 @@ func (f File) Config() (dependencymap.Config, error) {
 		if err != nil {
 			return dependencymap.Config{}, err
 		}
-		cfg.Dependencies[key] = dependencymap.Dependency{Tools: d.Tools, Hosts: d.Hosts, Policy: p}
+		dep := dependencymap.Dependency{Tools: d.Tools, Hosts: d.Hosts, Policy: p}
+		if d.Probe != nil {
+			dep.Probe = &dependencymap.Probe{URL: d.Probe.URL}
+			if d.Probe.Timeout != "" {
+				if dep.Probe.Timeout, err = time.ParseDuration(d.Probe.Timeout); err != nil {
+					return dependencymap.Config{}, fmt.Errorf("dependencymap: dependencies.%s.probe.timeout = %q: %w", key, d.Probe.Timeout, err)
+				}
+			}
+		}
+		cfg.Dependencies[key] = dep
 	}
 	for i, m := range f.Models {
 		p, err := m.Policy.policy(fmt.Sprintf("models[%d] (%s).policy", i, dependencymap.ModelKey(m.Model, m.Region)))

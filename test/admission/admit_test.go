@@ -86,6 +86,17 @@ func TestAdmit(t *testing.T) {
 			wantVerdict: admission.Admit, wantReason: admission.ReasonAvailable,
 		},
 		{
+			// Issue 24b: a mutation is never the probe; it waits in the queue instead.
+			name: "cooldown over, work that may not probe: queued",
+			setup: func(t *testing.T, r *rig) {
+				r.trip(t)
+				r.clk.Advance(30 * time.Second)
+			},
+			work:        admission.Work{Dependency: "crm", Tool: "update", Priority: admission.PriorityNormal, MaxWait: time.Hour, NoProbe: true},
+			wantVerdict: admission.Queue, wantReason: admission.ReasonQueued,
+			wantMessage: "Queued until 01:00 UTC, will run when crm recovers; crm is unavailable. Do not call update again for this request.",
+		},
+		{
 			// Issue 18d: the breaker would refuse it; admitted, it was refused and lost.
 			name: "half-open with its only probe out: queued, not admitted",
 			setup: func(t *testing.T, r *rig) {

@@ -13,7 +13,6 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
-	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/payloads"
@@ -88,35 +87,23 @@ func TestCase6UnknownMutationIsNotQueued(t *testing.T) {
 	w.requireClean(t)
 }
 
-// Case 6, with the invariant on the replay: the queued item's operation was later sent
-// and its outcome is UNKNOWN, so the queue hands the item over instead of replaying it.
-//
-// The charge is queued while payments is down (key K). After the cooldown the model
-// asks for the same charge in the same turn: it is the same operation, so it goes out
-// as the probe under K, and times out after the server took it (UNKNOWN; the breaker
-// reopens). When a later probe closes the breaker, the queue finds K's unsettled
-// intent. Expected per the admission docs ("An item whose idempotency key has an
-// unsettled intent in the journal ... is not replayed: replaying could apply it twice.
-// It is handed over instead (Config.OnHandOver, and the event), with the reason"):
-// the server counts one charge, and the item ends handed_over.
-func TestCase6QueuedItemWithAnUnknownAttemptIsHandedOver(t *testing.T) {
+// Case 6, after issue 24b (a mutation is never the probe). The charge is queued while
+// payments is down (key K). After the cooldown the model asks for the same charge in
+// the same turn. It used to go out as the probe under K, into a dependency that had
+// been failing: it timed out after the server took it (UNKNOWN), and the queue later
+// had to hand the item over. Now the charge is not the probe: it is answered without
+// reaching the server and the breaker stays open; the read-only balance lookup probes
+// and closes it, and the queue replays the charge exactly once, under K.
+func TestCase6QueuedChargeAskedAgainAfterTheCooldownIsNotTheProbe(t *testing.T) {
 	t.Parallel()
-	timer := &clientTimer{}
 	var w *world
 	srv := newServer(t, func(_ int, rw http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/charge":
-			w.clk.Advance(clientTimeout)
-			timer.fireLatest()
-			<-r.Context().Done()
-			return
-		case r.URL.Path == "/balance" && breakerState(w, "payments") == breaker.Closed: // the first lookup fails
+		if r.URL.Path == "/balance" && breakerState(w, "payments") == breaker.Closed { // the first lookup fails
 			rw.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = rw.Write([]byte(`{"status": "ok"}`))
 	})
-	handedOver := &recorder[journal.QueueItem]{}
 	cooldown := 30 * time.Second
 	w = newWorld(t, setup{
 		dependencies: map[string]dependencymap.Dependency{"payments": {
@@ -125,11 +112,11 @@ func TestCase6QueuedItemWithAnUnknownAttemptIsHandedOver(t *testing.T) {
 		}},
 		mutating:   []string{"charge"},
 		queueTools: map[string]callbacks.QueueTool{"charge": {MaxWait: time.Hour, Priority: admission.PriorityHigh}},
-		onHandOver: handedOver.add,
+		replay:     replayTo(t, srv.URL+"/charge"),
 		runQueue:   true,
 		tools: func(w *world) []tool.Tool {
 			return []tool.Tool{
-				w.httpTool(t, "charge", http.MethodPost, srv.URL+"/charge", clientOpts{timeout: clientTimeout, afterFunc: timer.afterFunc}),
+				w.httpTool(t, "charge", http.MethodPost, srv.URL+"/charge", clientOpts{}),
 				w.httpTool(t, "lookup_balance", http.MethodGet, srv.URL+"/balance", clientOpts{}),
 			}
 		},
@@ -146,46 +133,21 @@ func TestCase6QueuedItemWithAnUnknownAttemptIsHandedOver(t *testing.T) {
 	rs := responses(turn)
 	require.Len(t, rs, 2)
 	require.Equal(t, callbacks.TypeQueued, rs[0][payloads.KeyResponseType])
-	require.Equal(t, payloads.TypeOutcomeUnknown, rs[1][payloads.KeyResponseType])
-	require.Equal(t, breaker.Open, b.State(), "the probe timed out")
+	require.NotEqual(t, payloads.TypeOutcomeUnknown, rs[1][payloads.KeyResponseType], "the charge was not sent as the probe")
+	require.Empty(t, srv.requests("/charge"), "no charge reached the server while the breaker refused calls")
+	require.Equal(t, breaker.Open, b.State(), "the charge did not end the open period")
 	items := w.queued(t)
-	require.Len(t, items, 1)
-	charges := srv.requests("/charge")
-	require.Len(t, charges, 1)
-	require.Equal(t, items[0].IdempotencyKey, charges[0].Key, "the probe went under the queued item's key")
+	require.Len(t, items, 1, "asked twice, queued once: a second item would replay the charge twice")
+	key := items[0].IdempotencyKey
 
-	// A later probe closes the breaker; the queue must not replay the charge.
-	w.clk.Advance(2 * cooldown)
+	// The read-only lookup is the probe; the queue replays the charge once, under K.
 	require.Equal(t, map[string]any{"status": "ok"}, responses(w.turn(t, callOnce("lookup_balance", nil)))[0])
 	require.Equal(t, breaker.Closed, b.State())
-	waitQueueEvent(t, w, admission.EventHandedOver, 1)
-
-	require.Len(t, srv.requests("/charge"), 1, "the charge reached the server once")
-	got := handedOver.list()
-	require.Len(t, got, 1)
-	require.Equal(t, items[0].ID, got[0].ID)
-	require.Equal(t, journal.QueueHandedOver, w.queued(t)[0].State)
-	in := w.intents(t, "charge")
-	require.Len(t, in, 1)
-	require.Equal(t, classify.Unknown, in[0].Outcome)
-	require.False(t, in[0].State.Settled())
-	for _, e := range w.queueEvents.list() {
-		require.NotEqual(t, admission.EventReplayed, e.Kind)
-	}
+	waitQueueEvent(t, w, admission.EventReplayed, 1)
+	charges := srv.requests("/charge")
+	require.Len(t, charges, 1, "the charge reached the server once")
+	require.Equal(t, key, charges[0].Key)
 	requireNoUnsafeReplay(t, w, srv, map[string]string{"charge": "/charge"})
-
-	// The audit record of the charge's one attempt must join the call's own records:
-	// README: request_id is "the adk-go invocation ID, in every record: short-circuits,
-	// attempts, ..."; "The plugin's retry attempt records carry ... the breaker's policy
-	// version when the Retrier's policy has none".
-	outcome := w.records(t, "call_outcome", "charge")
-	require.Len(t, outcome, 1)
-	att := w.retryRecords(t, "charge")
-	require.Len(t, att, 1)
-	require.Equal(t, outcome[0]["request_id"], att[0]["request_id"],
-		"finding: the attempt record of an operation that was queued first carries request_id %v, not the invocation ID", att[0]["request_id"])
-	require.Equal(t, policyVersion, att[0]["policy_version"],
-		"finding: the attempt record of an operation that was queued first has no policy_version")
 	w.requireClean(t)
 }
 

@@ -141,4 +141,21 @@ func init() {
 		func(_ string, s sim.Summary) string { return thousands(s.CallsDuringOutage) })
 	figures["sim.probes3.policy.closed_after_recovery"] = simFigure("-half-open-probes 3", sim.StrategyPolicy,
 		func(_ string, s sim.Summary) string { return seconds(s.CloseAfterRecovery) })
+	// docs/probes.md: the incident with and without a health probe, and a long outage
+	// under the growing cooldown.
+	probeRuns := map[string]string{
+		"probe":     "-strategies agentbreaker-policy,agentbreaker-probe",
+		"probelong": "-duration 40m -outage-end 32m -cooldown-multiplier 2 -strategies agentbreaker-policy,agentbreaker-probe",
+	}
+	for run, flags := range probeRuns {
+		for short, st := range map[string]string{"policy": sim.StrategyPolicy, "probe": sim.StrategyProbe} {
+			p := run + "." + short + "."
+			figures[p+"calls_in_outage"] = simFigure(flags, st, func(_ string, s sim.Summary) string { return thousands(s.CallsDuringOutage) })
+			figures[p+"probes"] = simFigure(flags, st, func(_ string, s sim.Summary) string { return strconv.Itoa(s.ProbesDuringOutage) })
+			figures[p+"closed_after_recovery"] = simFigure(flags, st, func(_ string, s sim.Summary) string { return seconds(s.CloseAfterRecovery) })
+			figures[p+"hung_worker_seconds"] = simFigure(flags, st, func(_ string, s sim.Summary) string {
+				return thousands(int(math.Round(s.WorkerSecondsHung)))
+			})
+		}
+	}
 }
