@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -75,10 +76,19 @@ func (f *Fleet) sync() {
 		}
 	}
 	errs := make([]error, len(members))
+	results := make([][]any, len(members))
 	failed := 0
 	for i, c := range cmds {
 		err := c.Err()
-		if res, ok := c.Val().([]any); err == nil && !ok && execErr != nil {
+		res, ok := c.Val().([]any)
+		if ok && len(res) >= 11 && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+			// Redis answered this command. On a cluster, go-redis retries the commands
+			// of a node that failed (after a backoff), and when the deadline passes
+			// during that backoff it marks every command of the pipeline with it,
+			// answered ones too: one dead master would make every breaker local.
+			err = nil
+		}
+		if err == nil && !ok && execErr != nil {
 			err = execErr // never sent
 		} else if err == nil && len(res) < 11 {
 			err = errMalformed
@@ -87,12 +97,28 @@ func (f *Fleet) sync() {
 			errs[i] = err
 			failed++
 		}
+		results[i] = res
 	}
 	f.settle(members, errs, failed)
+	if failed > 0 {
+		f.reloadTopology()
+	}
 	for i, m := range members {
 		if errs[i] == nil {
-			f.apply(m, reports[i], cmds[i], start)
+			f.apply(m, reports[i], results[i], start)
 		}
+	}
+}
+
+// reloadTopology asks a Redis Cluster client to reload its slot map after a failed
+// script. go-redis reloads it by itself on MOVED or ASK, and every
+// ClusterStateReloadInterval (a minute by default); but a killed master answers
+// nothing, so without this its slots would stay routed to it for up to that minute
+// after a replica took over. The reload runs in go-redis's own goroutine, at most one
+// at a time.
+func (f *Fleet) reloadTopology() {
+	if c, ok := f.rdb.(interface{ ReloadState(context.Context) }); ok {
+		c.ReloadState(context.Background())
 	}
 }
 
@@ -241,9 +267,7 @@ func kindOf(r fleetlink.Report) int {
 }
 
 // apply reads one breaker's script result and applies the fleet's state to it.
-func (f *Fleet) apply(m *member, r fleetlink.Report, cmd *redis.Cmd, start time.Time) {
-	res, _ := cmd.Slice() // checked by sync
-	st, _ := res[0].(string)
+func (f *Fleet) apply(m *member, r fleetlink.Report, res []any, start time.Time) {	st, _ := res[0].(string)
 	gen, reopenIn, fp, mine, lease, moved := toInt(res[1]), toInt(res[2]), toInt(res[3]), toInt(res[4]), toInt(res[5]), toInt(res[6])
 	cause, _ := res[7].(string)
 	if k := kindOf(r); k != kindNone {
