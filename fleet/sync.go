@@ -267,7 +267,8 @@ func kindOf(r fleetlink.Report) int {
 }
 
 // apply reads one breaker's script result and applies the fleet's state to it.
-func (f *Fleet) apply(m *member, r fleetlink.Report, res []any, start time.Time) {	st, _ := res[0].(string)
+func (f *Fleet) apply(m *member, r fleetlink.Report, res []any, start time.Time) {
+	st, _ := res[0].(string)
 	gen, reopenIn, fp, mine, lease, moved := toInt(res[1]), toInt(res[2]), toInt(res[3]), toInt(res[4]), toInt(res[5]), toInt(res[6])
 	cause, _ := res[7].(string)
 	if k := kindOf(r); k != kindNone {
