@@ -34,6 +34,8 @@ type topology struct {
 	healed func(t *testing.T, killed *redistest.Server)
 	// perSlot: servers other than the killed one keep serving their keys.
 	perSlot bool
+	// beforeKill, when set, runs once every breaker is fleet-wide.
+	beforeKill func(t *testing.T, f *fleet.Fleet, names []string)
 }
 
 // clientTimeout is the clients' dial, read and write timeout: no longer than the
@@ -43,13 +45,46 @@ const clientTimeout = 80 * time.Millisecond
 func TestClusterMasterKilledMidRun(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartCluster(t, 3, 1)
+	var perNode nodePipelines
+	first := true
 	runFailover(t, topology{
 		client: func(t *testing.T) redis.UniversalClient {
-			return redis.NewClusterClient(&redis.ClusterOptions{
+			cc := redis.NewClusterClient(&redis.ClusterOptions{
 				Addrs:       c.Addrs(),
 				DialTimeout: clientTimeout, ReadTimeout: clientTimeout, WriteTimeout: clientTimeout,
 				ContextTimeoutEnabled: true, PoolSize: 4,
 			})
+			if first { // the first replica's: count what each node receives
+				first = false
+				cc.OnNewNode(func(node *redis.Client) { node.AddHook(perNode.hook(node.Options().Addr)) })
+			}
+			return cc
+		},
+		// One sync round is one pipeline per master that holds breakers, sent by
+		// go-redis in parallel, carrying exactly the scripts of that master's breakers.
+		beforeKill: func(t *testing.T, f *fleet.Fleet, names []string) {
+			want := map[string]int64{}
+			for _, n := range names {
+				want[c.MasterOf(t, f.KeyPrefix("v1", n)+"state").Addr]++
+			}
+			syncs0, _, _, _ := f.Counters()
+			p0, s0 := perNode.snapshot()
+			waitSyncs(t, 5, f)
+			syncs1, _, _, _ := f.Counters()
+			p1, s1 := perNode.snapshot()
+			rounds := syncs1 - syncs0
+			// (A round that timed out on a loaded machine sends its pipelines too, so
+			// there may be more pipelines than successful rounds; never fewer, and the
+			// same number to every master.)
+			var sent int64 = -1
+			for addr, n := range want {
+				p := p1[addr] - p0[addr]
+				require.GreaterOrEqual(t, p, rounds, "pipelines to %s in %d rounds", addr, rounds)
+				require.True(t, sent < 0 || p == sent, "%d pipelines to %s, %d to another master", p, addr, sent)
+				sent = p
+				require.Equal(t, p*n, s1[addr]-s0[addr], "scripts to %s in %d pipelines", addr, p)
+			}
+			t.Logf("one round = %d node pipelines (breakers per master %v)", len(want), want)
 		},
 		master: func(t *testing.T, key string) *redistest.Server { return c.MasterOf(t, key) },
 		healed: func(t *testing.T, _ *redistest.Server) { c.WaitHealthy(t, 30*time.Second) },
@@ -134,6 +169,9 @@ func runFailover(t *testing.T, topo topology) {
 	}
 	testenv.WaitFor(t, 10*time.Second, "every breaker fleet-wide", allScope(names, "fleet"))
 
+	if topo.beforeKill != nil {
+		topo.beforeKill(t, reps[0].f, names)
+	}
 	key := reps[0].f.KeyPrefix("v1", target) + "state"
 	victim := topo.master(t, key)
 	require.NotNil(t, victim)
@@ -329,4 +367,50 @@ func parseHistory(msgs []redis.XMessage) []transition {
 		out = append(out, tr)
 	}
 	return out
+}
+
+// nodePipelines counts, per node address, the pipelines a cluster client's node
+// clients ran and the commands in them.
+type nodePipelines struct {
+	mu                 sync.Mutex
+	pipelines, scripts map[string]int64
+}
+
+func (n *nodePipelines) hook(addr string) redis.Hook { return nodeHook{n, addr} }
+
+func (n *nodePipelines) snapshot() (pipelines, scripts map[string]int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	pipelines, scripts = map[string]int64{}, map[string]int64{}
+	for k, v := range n.pipelines {
+		pipelines[k] = v
+	}
+	for k, v := range n.scripts {
+		scripts[k] = v
+	}
+	return pipelines, scripts
+}
+
+type nodeHook struct {
+	n    *nodePipelines
+	addr string
+}
+
+func (h nodeHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.mu.Lock()
+		if h.n.pipelines == nil {
+			h.n.pipelines, h.n.scripts = map[string]int64{}, map[string]int64{}
+		}
+		h.n.pipelines[h.addr]++
+		for _, c := range cmds {
+			if c.Name() == "evalsha" {
+				h.n.scripts[h.addr]++
+			}
+		}
+		h.n.mu.Unlock()
+		return next(ctx, cmds)
+	}
 }
