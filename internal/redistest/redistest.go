@@ -315,3 +315,6 @@ func runCLI(t testing.TB, args ...string) string {
 	}
 	return string(out)
 }
+
+// Pid returns the server's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
