@@ -121,7 +121,7 @@ func TestNeverAnsweredIsNoOutageAndErrorsAreClassified(t *testing.T) {
 			tg := tt.target(t)
 			var logs syncbuf.Buffer
 			f, err := fleet.New(fleet.Config{Addr: tg.addr, Username: tg.user, Password: tg.password,
-				App: "errors", Prefix: "abtest", SyncInterval: 50 * time.Millisecond, OpTimeout: 40 * time.Millisecond,
+				App: "errors", Prefix: "abtest", SyncInterval: 100 * time.Millisecond, OpTimeout: 100 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			require.NoError(t, err)
 			defer f.Close()

@@ -144,7 +144,10 @@ func runFailover(t *testing.T, topo topology) {
 		t.Cleanup(func() { client.Close() })
 		r := &replica{name: fmt.Sprintf("r%d", i), breakers: map[string]*breaker.Breaker{}}
 		f, err := fleet.New(fleet.Config{Client: client, App: app, Prefix: "abtest", Replica: r.name,
-			SyncInterval: interval, OpTimeout: opTimeout, Logger: slog.New(slog.DiscardHandler)})
+			// LocalAfter well above the interval, so that a slow sync on a loaded machine
+			// does not make a replica local (and probe alone) while Redis is there; well
+			// below the seconds a failover takes.
+			SyncInterval: interval, OpTimeout: opTimeout, LocalAfter: time.Second, Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		t.Cleanup(func() { f.Close() })
 		r.f = f
