@@ -20,7 +20,6 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/fleet"
 	"github.com/agentbreaker/agentbreaker/internal/redistest"
-	"github.com/agentbreaker/agentbreaker/internal/testenv"
 )
 
 // Issue 26e: replicas × dependencies against a local Redis Cluster of 3 masters with a
@@ -78,16 +77,30 @@ func TestScale(t *testing.T) {
 		}
 		fleets = append(fleets, f)
 	}
-	testenv.WaitFor(t, time.Minute, "every breaker of every replica fleet-wide", func() bool {
+	wide := func() (n int, classes map[string]int64) {
+		classes = map[string]int64{}
 		for _, f := range fleets {
 			for d := range deps {
-				if f.Scope(fmt.Sprintf("dependency-%d", d)) != "fleet" {
-					return false
+				if f.Scope(fmt.Sprintf("dependency-%d", d)) == "fleet" {
+					n++
 				}
 			}
+			for c, k := range f.SyncErrors() {
+				classes[c] += k
+			}
 		}
-		return true
-	})
+		return n, classes
+	}
+	start := time.Now()
+	for {
+		n, classes := wide()
+		if n == replicas*deps {
+			break
+		}
+		require.Less(t, time.Since(start), time.Minute, "not within a minute: every breaker of every replica fleet-wide (%d of %d are; sync errors %v)", n, replicas*deps, classes)
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("every breaker fleet-wide %s after the start", time.Since(start).Round(time.Millisecond))
 
 	type snap struct {
 		at                 time.Time

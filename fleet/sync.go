@@ -18,13 +18,25 @@ import (
 
 func (f *Fleet) loop() {
 	defer close(f.stopped)
-	t := time.NewTicker(f.cfg.SyncInterval)
+	// The first tick comes at a random point of the first interval, then one every
+	// interval: replicas started together (a deployment, or 64 fleets in one test
+	// process) then spread their rounds over the interval instead of sending them to
+	// Redis at the same instant every time.
+	next := time.Now().Add(rand.N(f.cfg.SyncInterval) + 1)
+	t := time.NewTimer(time.Until(next))
 	defer t.Stop()
 	for {
 		select {
 		case <-f.done:
 			return
 		case <-t.C:
+			// One interval after the previous tick, not after the sync ends, so a slow
+			// round does not shift the phase (unless it outlasted a whole interval).
+			next = next.Add(f.cfg.SyncInterval)
+			if time.Until(next) <= 0 {
+				next = time.Now().Add(f.cfg.SyncInterval)
+			}
+			t.Reset(time.Until(next))
 		case <-f.wake:
 		}
 		f.sync()
