@@ -67,7 +67,8 @@ type Config struct {
 	// alone, probes included. A sync that fails once does not split the fleet. Between
 	// SyncInterval+OpTimeout and 1m. Defaults to 3×SyncInterval + OpTimeout.
 	LocalAfter time.Duration
-	// KeyTTL is the expiry of every key, renewed by each sync: when no replica has
+	// KeyTTL is the expiry of every key, renewed once every three SyncIntervals (by the
+	// sync that rescans the windows) and at every transition: when no replica has
 	// synced a breaker for this long its keys vanish. Between 1m and 30 days, and more
 	// than the longest cooldown you use. Defaults to 24h.
 	KeyTTL time.Duration

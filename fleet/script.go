@@ -43,10 +43,12 @@ local wgen = tonumber(s[8] or '-1')
 local calls, fails, slow = tonumber(s[9] or '0'), tonumber(s[10] or '0'), tonumber(s[11] or '0')
 local scan = tonumber(s[12] or '0')
 local moved = 0
+local winfresh = false -- the window hash was deleted: its new one needs an expiry
 
 local function move(to, why)
   redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[20], '*',
     'gen', gen + 1, 'from', state, 'to', to, 'cause', why, 'by', me, 'at', now)
+  redis.call('PEXPIRE', KEYS[4], ARGV[19]) -- transitions are rare: renew at each
   state, gen, cause = to, gen + 1, why
 end
 local function free()
@@ -70,7 +72,7 @@ if (kind == 1 or kind == 2) and state == 'closed' and (gen == mygen or mygen < 0
   open(kind == 1 and 'failure_rate' or 'slow_call_rate'); moved = 1
 elseif kind == 3 and state == 'half_open' and gen == mygen and holder == me then
   fp, nb = 0, 0
-  free(); redis.call('DEL', KEYS[2])
+  free(); redis.call('DEL', KEYS[2]); winfresh = true
   move('closed', 'probe_succeeded'); moved = 1
 elseif kind == 4 and state == 'half_open' and gen == mygen and holder == me then
   fp = fp + 1
@@ -82,7 +84,7 @@ elseif kind == 6 and state ~= 'forced_closed' then
   free(); move('forced_closed', 'operator'); moved = 1
 elseif kind == 7 then
   fp, nb = 0, 0
-  free(); redis.call('DEL', KEYS[2])
+  free(); redis.call('DEL', KEYS[2]); winfresh = true
   move('closed', 'operator'); moved = 1
 end
 
@@ -147,11 +149,28 @@ end
 -- A transition after the window was counted (a trip, a lease) starts a new period.
 local sc, sf, ss = calls, fails, slow
 if wgen ~= gen then sc, sf, ss = 0, 0, 0 end
-redis.call('HSET', KEYS[1], 'state', state, 'gen', gen, 'reopen', reopen, 'fp', fp,
-  'holder', holder, 'nb', nb, 'cause', cause, 'wgen', gen, 'wc', sc, 'wf', sf, 'ws', ss, 'scan', scan)
-redis.call('PEXPIRE', KEYS[1], ARGV[19])
-redis.call('PEXPIRE', KEYS[2], ARGV[19])
-if redis.call('EXISTS', KEYS[4]) == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[19]) end
+-- The state is written only when it changed (a quiet breaker's sync writes its own
+-- report alone), and the expiries are renewed by the sync that rescans, once every
+-- ARGV[18] ms: less for Redis to do and to replicate on every sync.
+local fields = {'state', 'gen', 'reopen', 'fp', 'holder', 'nb', 'cause', 'wgen', 'wc', 'wf', 'ws', 'scan'}
+local values = {state, gen, reopen, fp, holder, nb, cause, gen, sc, sf, ss, scan}
+local set = {}
+for i = 1, #fields do
+  local v = values[i]
+  if type(v) == 'number' then v = string.format('%.17g', v) end
+  if s[i] ~= v then
+    set[#set + 1] = fields[i]
+    set[#set + 1] = v
+  end
+end
+if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
+if scan == now then
+  redis.call('PEXPIRE', KEYS[1], ARGV[19])
+  redis.call('PEXPIRE', KEYS[2], ARGV[19])
+  if redis.call('EXISTS', KEYS[4]) == 1 then redis.call('PEXPIRE', KEYS[4], ARGV[19]) end
+elseif winfresh then
+  redis.call('PEXPIRE', KEYS[2], ARGV[19])
+end
 local mine = 0
 if holder == me and lease > 0 then mine = 1 end
 return {state, gen, reopen - now, fp, mine, lease, moved, cause, calls, fails, slow}
