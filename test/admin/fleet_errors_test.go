@@ -1,11 +1,13 @@
 package admin_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
@@ -74,4 +76,51 @@ func syncErrors(fams map[string]*dto.MetricFamily) map[string]float64 {
 		out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
 	}
 	return out
+}
+
+// The admin page in a real browser says why a replica's breaker is local: a fleet on a
+// real Redis that refuses its password shows "local · auth" on the breaker's badge and
+// "(auth 1)" on the summary's "deciding locally" chip.
+func TestFleetAuthErrorOnThePageInHeadlessChromium(t *testing.T) {
+	path := chromium(t)
+	srv := redistest.Start(t, "--requirepass", "right-password")
+	deps := dependencymap.MustNew(dependencymap.Config{
+		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}}},
+	})
+	f, err := fleet.New(fleet.Config{Addr: srv.Addr, Password: "wrong-password", App: "t-admin-auth-page", Prefix: "abtest",
+		SyncInterval: 50 * time.Millisecond, OpTimeout: 40 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	require.NoError(t, f.AttachMap(deps))
+	testenv.WaitFor(t, 10*time.Second, "crm local because of auth", func() bool { return f.ScopeError("crm") == fleet.ClassAuth })
+	page := httptest.NewServer(admin.MustNew(admin.Config{Token: token, Breakers: deps, Scopes: f}))
+	t.Cleanup(page.Close)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("no-proxy-server", true))
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+	require.NoError(t, chromedp.Do(browser,
+		chromedp.Navigate(page.URL+"/"),
+		chromedp.SendKeys(chromedp.CSS("#token"), token),
+		chromedp.Click(chromedp.CSS("#load")),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-dependency="crm"] td.state`)),
+	))
+	got, err := chromedp.Run(browser, chromedp.Evaluate[map[string]string](`({
+		badge: document.querySelector('tr[data-dependency="crm"] .badge.scope').textContent,
+		tip: document.querySelector('tr[data-dependency="crm"] .badge.scope').title,
+		row: document.querySelector('tr[data-dependency="crm"]').dataset.scopeError,
+		chip: document.querySelector('#summary [data-count="deciding locally"]').textContent,
+		chipErrors: document.querySelector('#summary [data-count="deciding locally"]').dataset.errors})`))
+	require.NoError(t, err)
+	require.Equal(t, "local · auth", got["badge"])
+	require.Contains(t, got["tip"], "password")
+	require.Equal(t, "auth", got["row"])
+	require.Equal(t, "1deciding locally (auth 1)", got["chip"])
+	require.Equal(t, "auth", got["chipErrors"])
 }
