@@ -128,8 +128,13 @@ func TestNeverAnsweredIsNoOutageAndErrorsAreClassified(t *testing.T) {
 			b := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Minute)})
 			require.NoError(t, f.Attach(b))
 			waitSyncs(t, 3, f)
+			// (On a loaded machine a round may also time out now and then: wait for the
+			// class to show, and let timeouts pass as noise below.)
+			testenv.WaitFor(t, 5*time.Second, "Status.Error "+tt.want, func() bool {
+				st, _ := f.Status("crm")
+				return st.Error == tt.want
+			})
 			st, _ := f.Status("crm")
-			require.Equal(t, tt.want, st.Error, "Status.Error")
 			require.False(t, st.FleetWide)
 			require.Equal(t, tt.want, f.ScopeError("crm"))
 			require.Equal(t, "local", f.Scope("crm"))
@@ -141,7 +146,9 @@ func TestNeverAnsweredIsNoOutageAndErrorsAreClassified(t *testing.T) {
 			var sum int64
 			for class, n := range f.SyncErrors() {
 				sum += n
-				if class != tt.want {
+				if class == tt.want {
+					require.Positive(t, n, "class %s", class)
+				} else if class != fleet.ClassTimeout {
 					require.Zero(t, n, "class %s", class)
 				}
 			}
