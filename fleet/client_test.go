@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/fleet"
+	"github.com/agentbreaker/agentbreaker/internal/redistest"
 	"github.com/agentbreaker/agentbreaker/internal/testenv"
 )
 
@@ -50,5 +51,34 @@ func (h *hookCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		h.pipelines.Add(1)
 		return next(ctx, cmds)
+	}
+}
+
+// A server that lost its scripts (restarted, SCRIPT FLUSH, a replica just promoted:
+// Redis does not replicate its script cache) answers NOSCRIPT; the fleet sends the
+// script's text in the same round, so no round fails and the breaker stays fleet-wide.
+func TestNoScriptIsAnsweredInTheSameRound(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	f, err := fleet.New(fleet.Config{Client: client, App: "noscript", Prefix: "abtest",
+		SyncInterval: 100 * time.Millisecond, OpTimeout: 100 * time.Millisecond, LocalAfter: time.Second})
+	require.NoError(t, err)
+	defer f.Close()
+	b := breaker.MustNew(breaker.Config{Name: "crm", Policy: testPolicy(time.Minute)})
+	require.NoError(t, f.Attach(b))
+	testenv.WaitFor(t, 5*time.Second, "fleet-wide", func() bool { return f.Scope("crm") == "fleet" })
+	ctx := context.Background()
+	for range 3 {
+		before := f.Stats()
+		require.NoError(t, client.ScriptFlush(ctx).Err())
+		waitSyncs(t, 3, f)
+		after := f.Stats()
+		require.Equal(t, before.Failures, after.Failures, "a round failed on NOSCRIPT")
+		info, err := client.Info(ctx, "memory").Result()
+		require.NoError(t, err)
+		require.Contains(t, info, "number_of_cached_scripts:1", "the fleet's script is cached again")
+		require.Equal(t, "fleet", f.Scope("crm"))
 	}
 }

@@ -34,6 +34,9 @@ type topology struct {
 	healed func(t *testing.T, killed *redistest.Server)
 	// perSlot: servers other than the killed one keep serving their keys.
 	perSlot bool
+	// switchover, when set, moves the keys of the control breakers to another server
+	// by a coordinated failover (the old server answers MOVED), once the kill is over.
+	switchover func(t *testing.T, key string)
 	// beforeKill, when set, runs once every breaker is fleet-wide.
 	beforeKill func(t *testing.T, f *fleet.Fleet, names []string)
 }
@@ -92,6 +95,7 @@ func TestClusterMasterKilledMidRun(t *testing.T) {
 		// The test cluster keeps serving the slots of live masters
 		// (cluster-require-full-coverage no).
 		perSlot: true,
+		switchover: func(t *testing.T, key string) { c.ManualFailover(t, c.MasterOf(t, key)) },
 	})
 }
 
@@ -285,6 +289,50 @@ func runFailover(t *testing.T, topo topology) {
 	for _, r := range reps {
 		// One for the kill; a loaded machine may add a timed-out round later.
 		require.Positive(t, r.f.Stats().Outages, "replica %s: the outage is counted", r.name)
+	}
+
+	// A coordinated failover of a control breaker's master (maintenance): the demoted
+	// master answers MOVED, go-redis follows it within the round, and the control
+	// breakers never go local.
+	if topo.switchover != nil {
+		stopWatch := make(chan struct{})
+		var wentLocal atomic.Value
+		var watch sync.WaitGroup
+		watch.Add(1)
+		go func() {
+			defer watch.Done()
+			for {
+				select {
+				case <-stopWatch:
+					return
+				default:
+				}
+				for _, r := range reps {
+					for _, n := range control {
+						if r.f.Scope(n) != "fleet" {
+							wentLocal.CompareAndSwap(nil, r.name+"/"+n)
+						}
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+		moved := time.Now()
+		failuresBefore := int64(0)
+		for _, r := range reps {
+			failuresBefore += r.f.Stats().Failures
+		}
+		topo.switchover(t, reps[0].f.KeyPrefix("v1", control[0])+"state")
+		waitSyncs(t, 5, reps[0].f, reps[1].f, reps[2].f)
+		close(stopWatch)
+		watch.Wait()
+		require.Nil(t, wentLocal.Load(), "a breaker went local during a coordinated failover")
+		failuresAfter := int64(0)
+		for _, r := range reps {
+			failuresAfter += r.f.Stats().Failures
+		}
+		t.Logf("coordinated failover of %s's master: every control breaker stayed fleet-wide (%s; %d failed scripts meanwhile, all replicas)",
+			control[0], time.Since(moved).Round(time.Millisecond), failuresAfter-failuresBefore)
 	}
 
 	// One probe per cooldown from the whole fleet, on the promoted server.

@@ -171,3 +171,42 @@ func infoClusterState(addr string) string {
 	}
 	return "unknown"
 }
+
+// ManualFailover promotes a replica of master with CLUSTER FAILOVER (the coordinated
+// switch an operator or a managed service makes for maintenance): the old master
+// becomes its replica and answers MOVED for its slots. It returns the new master once
+// it serves, and waits until the cluster is healthy.
+func (c *Cluster) ManualFailover(t testing.TB, master *Server) *Server {
+	t.Helper()
+	id, err := command(master.Addr, "CLUSTER", "MYID")
+	if err != nil {
+		t.Fatalf("redistest: CLUSTER MYID on %s: %v", master.Addr, err)
+	}
+	id = strings.TrimSpace(id)
+	var replica *Server
+	text, err := command(master.Addr, "CLUSTER", "NODES")
+	if err != nil {
+		t.Fatalf("redistest: CLUSTER NODES on %s: %v", master.Addr, err)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[3] == id && strings.Contains(f[2], "slave") {
+			if n := c.Node(strings.Split(f[1], "@")[0]); n != nil && n.Alive() {
+				replica = n
+				break
+			}
+		}
+	}
+	if replica == nil {
+		t.Fatalf("redistest: %s has no live replica", master.Addr)
+	}
+	if _, err := command(replica.Addr, "CLUSTER", "FAILOVER"); err != nil {
+		t.Fatalf("redistest: CLUSTER FAILOVER on %s: %v", replica.Addr, err)
+	}
+	waitFor(t, StartTimeout, replica.Addr+" becomes a master", func() (bool, string) {
+		role := infoField(replica.Addr, "replication", "role")
+		return role == "master", role
+	})
+	c.WaitHealthy(t, StartTimeout)
+	return replica
+}
