@@ -94,7 +94,7 @@ func TestClusterMasterKilledMidRun(t *testing.T) {
 		healed: func(t *testing.T, _ *redistest.Server) { c.WaitHealthy(t, 30*time.Second) },
 		// The test cluster keeps serving the slots of live masters
 		// (cluster-require-full-coverage no).
-		perSlot: true,
+		perSlot:    true,
 		switchover: func(t *testing.T, key string) { c.ManualFailover(t, c.MasterOf(t, key)) },
 	})
 }
