@@ -49,6 +49,10 @@ func errorClass(err error) string {
 		return ClassAuth
 	case errors.Is(err, errMalformed):
 		return ClassProtocol
+	case redis.HasErrorPrefix(err, "NOSCRIPT"):
+		// Left only when the round's deadline passed before the script's text could
+		// follow (sync sends it at once otherwise): a round out of time.
+		return ClassTimeout
 	}
 	if redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMasterDownError(err) ||
 		redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMaxClientsError(err) {
