@@ -87,6 +87,26 @@ func TestNeverAnsweredIsNoOutageAndErrorsAreClassified(t *testing.T) {
 			}
 		}
 	}
+	// respError answers every command with one RESP error reply: a server that speaks
+	// Redis's protocol but cannot serve (a cluster slot without a master, a replica
+	// loading its data) or does not run scripts (a proxy).
+	respError := func(reply string) func(net.Conn) {
+		return func(c net.Conn) {
+			r := bufio.NewReader(c)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if !strings.HasPrefix(line, "*") {
+					continue // only the first line of each command gets an answer
+				}
+				if _, err := c.Write([]byte("-" + reply + "\r\n")); err != nil {
+					return
+				}
+			}
+		}
+	}
 	silent := func(c net.Conn) { _, _ = bufio.NewReader(c).ReadString(0) } // reads, never answers
 	httpSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "hello") }))
 	t.Cleanup(httpSrv.Close)
@@ -110,6 +130,15 @@ func TestNeverAnsweredIsNoOutageAndErrorsAreClassified(t *testing.T) {
 		}, fleet.ClassUnreachable},
 		{"black hole", func(t *testing.T) target { return target{addr: fakeServer(t, silent)} }, fleet.ClassTimeout},
 		{"garbage server", func(t *testing.T) target { return target{addr: fakeServer(t, garbage)} }, fleet.ClassProtocol},
+		{"cluster down", func(t *testing.T) target {
+			return target{addr: fakeServer(t, respError("CLUSTERDOWN The cluster is down"))}
+		}, fleet.ClassUnreachable},
+		{"loading", func(t *testing.T) target {
+			return target{addr: fakeServer(t, respError("LOADING Redis is loading the dataset in memory"))}
+		}, fleet.ClassUnreachable},
+		{"no scripting", func(t *testing.T) target {
+			return target{addr: fakeServer(t, respError("ERR unknown command 'evalsha'"))}
+		}, fleet.ClassProtocol},
 		{"http server", func(t *testing.T) target { return target{addr: strings.TrimPrefix(httpSrv.URL, "http://")} }, fleet.ClassProtocol},
 		{"wrong password", func(t *testing.T) target { return target{addr: secured(t), password: "wrong"} }, fleet.ClassAuth},
 		{"no password", func(t *testing.T) target { return target{addr: secured(t)} }, fleet.ClassAuth},
