@@ -49,6 +49,12 @@ type BreakerStatus struct {
 	// ScopeLocal while it decides alone on this replica. It is omitted without
 	// Config.Scopes and for a breaker the fleet has not attached.
 	Scope string `json:"scope,omitempty"`
+	// ScopeError is why a local breaker decides alone: the class of its last failed
+	// sync, "auth" (the credentials were refused), "protocol" (the server is not a
+	// Redis that runs scripts), "unreachable" or "timeout". It is omitted while the
+	// breaker follows the fleet, before its first sync, and when Config.Scopes does
+	// not implement ScopeErrors.
+	ScopeError string `json:"scope_error,omitempty"`
 }
 
 // State is the document GET /api/state returns.
@@ -106,6 +112,9 @@ func (h *Handler) status(b *breaker.Breaker, now time.Time) BreakerStatus {
 		st.Transitions = recent
 	}
 	st.Scope = h.scope(s.Name)
+	if st.Scope == ScopeLocal {
+		st.ScopeError = h.scopeError(s.Name)
+	}
 	if t, ok := h.breakers.(interface{ Tools(string) []string }); ok {
 		if tools := t.Tools(s.Name); tools != nil {
 			st.Tools = tools
@@ -129,6 +138,22 @@ func (h *Handler) scope(name string) string {
 	default:
 		return ScopeLocal
 	}
+}
+
+// scopeErrorClasses are the classes ScopeError may show; anything else is dropped, so
+// the document and the page carry a value from a fixed set.
+var scopeErrorClasses = map[string]bool{"auth": true, "protocol": true, "unreachable": true, "timeout": true}
+
+// scopeError reads why a local breaker decides alone, from a fixed set of classes.
+func (h *Handler) scopeError(name string) string {
+	se, ok := h.scopes.(ScopeErrors)
+	if !ok {
+		return ""
+	}
+	if c := se.ScopeError(name); scopeErrorClasses[c] {
+		return c
+	}
+	return ""
 }
 
 func (h *Handler) state(w http.ResponseWriter, _ *http.Request) {

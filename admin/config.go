@@ -119,6 +119,16 @@ type Scopes interface {
 	Scope(dependency string) string
 }
 
+// ScopeErrors is implemented by a Scopes that says why a breaker decides alone
+// (*fleet.Fleet does): ScopeError returns the class of the error of the breaker's last
+// failed sync while it is local ("auth", "protocol", "unreachable" or "timeout"), or
+// "". The state document and the page then show it next to "local", so an operator
+// knows whether to check the credentials, the address or the network. It must be safe
+// for concurrent use and must not block on the network.
+type ScopeErrors interface {
+	ScopeError(dependency string) string
+}
+
 // Scope values of BreakerStatus.Scope.
 const (
 	// ScopeFleet: the breaker follows the fleet; its state is every replica's, and an

@@ -83,6 +83,13 @@
     fleet: "Fleet-wide: every replica shares this state through Redis. Force open, Force closed and Reset apply to every replica.",
     local: "Local: this replica decides alone (Redis unreachable, or not synced yet). Force open, Force closed and Reset apply here now and reach every replica when Redis answers again, unless the fleet's state moved on meanwhile.",
   };
+  // Why a local breaker decides alone (scope_error, from a fixed set).
+  const scopeErrorTips = {
+    auth: "Redis refused the credentials: check the password and the ACL user.",
+    protocol: "The server at the fleet's address does not answer as Redis does: check the address (another service there?).",
+    unreachable: "No connection to Redis, or no master for this breaker's keys: check Redis and the network path.",
+    timeout: "Redis did not answer within the fleet's OpTimeout: a slow Redis or network path.",
+  };
 
   function renderTransitions(td, b, now) {
     const list = b.transitions || [];
@@ -131,8 +138,10 @@
     const scopeTip = b.scope ? scopeTips[b.scope === "fleet" ? "fleet" : "local"] : "";
     if (b.scope) {
       tr.dataset.scope = b.scope === "fleet" ? "fleet" : "local";
-      const sc = el("span", b.scope, "badge scope " + tr.dataset.scope);
-      sc.title = scopeTip;
+      const why = tr.dataset.scope === "local" && scopeErrorTips[b.scope_error] ? b.scope_error : "";
+      const sc = el("span", why ? b.scope + " \u00b7 " + why : b.scope, "badge scope " + tr.dataset.scope);
+      sc.title = why ? scopeTip + " " + scopeErrorTips[why] : scopeTip;
+      if (why) tr.dataset.scopeError = why;
       st.appendChild(document.createTextNode(" "));
       st.appendChild(sc);
     }
@@ -193,8 +202,18 @@
       chip(counts.closed, "closed")];
     // Fleet mode: how many breakers of this replica decide alone (Redis unreachable).
     if (breakers.some((b) => b.scope)) {
-      const local = chip(breakers.filter((b) => b.scope && b.scope !== "fleet").length, "deciding locally", "warn");
+      const locals = breakers.filter((b) => b.scope && b.scope !== "fleet");
+      const local = chip(locals.length, "deciding locally", "warn");
       local.title = scopeTips.local;
+      // The error classes that keep them local, for example "auth 3, timeout 1".
+      const why = {};
+      for (const b of locals) if (scopeErrorTips[b.scope_error]) why[b.scope_error] = (why[b.scope_error] || 0) + 1;
+      const classes = Object.keys(why).sort();
+      if (classes.length > 0) {
+        local.dataset.errors = classes.join(" ");
+        local.appendChild(document.createTextNode(" (" + classes.map((c) => c + " " + why[c]).join(", ") + ")"));
+        local.title += " " + classes.map((c) => scopeErrorTips[c]).join(" ");
+      }
       chips.push(local);
     }
     $("#summary").replaceChildren(...chips);

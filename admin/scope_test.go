@@ -162,3 +162,43 @@ func TestPageShowsScopeAsText(t *testing.T) {
 		require.NotContains(t, html, sink)
 	}
 }
+
+// classifiedScopes is a Scopes that also says why a breaker is local.
+type classifiedScopes struct {
+	*fakeScopes
+	errs map[string]string
+}
+
+func (s classifiedScopes) ScopeError(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.errs[name]
+}
+
+// Issue 26d: a local breaker carries the class of the error that keeps it local, from
+// a fixed set; a breaker that follows the fleet carries none.
+func TestScopeErrorInTheStateDocument(t *testing.T) {
+	t.Parallel()
+	var list scopeBreakers
+	for _, n := range []string{"crm", "search", "maps", "odd"} {
+		list = append(list, breaker.MustNew(breaker.Config{Name: n, Policy: breaker.Policy{Jitter: -1}}))
+	}
+	scopes := classifiedScopes{
+		fakeScopes: &fakeScopes{m: map[string]string{"crm": "local", "search": "local", "maps": "fleet", "odd": "local"}},
+		errs:       map[string]string{"crm": "auth", "search": "timeout", "maps": "auth", "odd": "<script>"},
+	}
+	srv := httptest.NewServer(admin.MustNew(admin.Config{Token: token, Breakers: list, Scopes: scopes}))
+	defer srv.Close()
+	st := rawState(t, srv.URL)
+	require.Equal(t, "auth", st["crm"]["scope_error"])
+	require.Equal(t, "timeout", st["search"]["scope_error"])
+	require.NotContains(t, st["maps"], "scope_error", "a fleet-wide breaker has no error")
+	require.NotContains(t, st["odd"], "scope_error", "a class outside the fixed set is dropped")
+
+	// Without ScopeErrors, no scope_error.
+	plain := httptest.NewServer(admin.MustNew(admin.Config{Token: token, Breakers: list, Scopes: scopes.fakeScopes}))
+	defer plain.Close()
+	for name, b := range rawState(t, plain.URL) {
+		require.NotContains(t, b, "scope_error", name)
+	}
+}

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"iter"
 	"testing"
 	"time"
 
@@ -75,6 +76,9 @@ type stubFleet struct{}
 func (stubFleet) Scope(string) string { return "local" }
 func (stubFleet) Counters() (syncs, failures, outages, commands int64) {
 	return 10, 2, 1, 12
+}
+func (stubFleet) SyncErrors() iter.Seq2[string, int64] {
+	return func(yield func(string, int64) bool) { yield("timeout", 2) }
 }
 
 // seriesNames expands families into the names a query can select: a histogram family

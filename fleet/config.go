@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/redact"
@@ -17,14 +20,28 @@ type ConfigError = agentbreaker.ConfigError
 
 // Config configures a Fleet.
 type Config struct {
-	// Addr is the Redis server, host:port. Required.
+	// Addr is the Redis server, host:port: the fleet dials it with a client of its own
+	// (timeouts from OpTimeout, no retries, two connections) and closes it on Close.
+	// Exactly one of Addr and Client is required.
 	Addr string
-	// Username and Password authenticate to Redis (ACL or requirepass). Default to none.
+	// Username and Password authenticate to Redis at Addr (ACL or requirepass). Default
+	// to none. With Client, set them on the client instead.
 	Username, Password string
-	// DB is the Redis database number. Defaults to 0.
+	// DB is the Redis database number at Addr. Defaults to 0. With Client, set it on
+	// the client instead.
 	DB int
-	// TLS, when set, connects with TLS. Defaults to plain TCP.
+	// TLS, when set, connects to Addr with TLS. Defaults to plain TCP. With Client, set
+	// it on the client instead.
 	TLS *tls.Config
+	// Client is a Redis client you built, used instead of dialing Addr: a
+	// *redis.Client, a *redis.ClusterClient (Redis Cluster), a failover client
+	// (redis.NewFailoverClient or NewFailoverClusterClient, for Sentinel) or any
+	// redis.UniversalClient, with your TLS, pools, hooks and tracing. The fleet never
+	// closes it: close it yourself after Fleet.Close. Each sync still runs under a
+	// context whose deadline is OpTimeout; give the client timeouts no longer than
+	// that (and ContextTimeoutEnabled) so that a slow node cannot hold a sync past
+	// it. Exactly one of Addr and Client is required. Defaults to none.
+	Client redis.UniversalClient
 
 	// App names the application: every replica of one agent uses the same App, and
 	// agents with different Apps never share a breaker. Required; it must pass
@@ -50,7 +67,8 @@ type Config struct {
 	// alone, probes included. A sync that fails once does not split the fleet. Between
 	// SyncInterval+OpTimeout and 1m. Defaults to 3×SyncInterval + OpTimeout.
 	LocalAfter time.Duration
-	// KeyTTL is the expiry of every key, renewed by each sync: when no replica has
+	// KeyTTL is the expiry of every key, renewed once every three SyncIntervals (by the
+	// sync that rescans the windows) and at every transition: when no replica has
 	// synced a breaker for this long its keys vanish. Between 1m and 30 days, and more
 	// than the longest cooldown you use. Defaults to 24h.
 	KeyTTL time.Duration
@@ -101,11 +119,33 @@ func (c Config) validate() error {
 	bad := func(field string, v any, problem string) error {
 		return &ConfigError{Package: "fleet", Field: field, Value: v, Problem: problem}
 	}
-	if c.Addr == "" {
-		return bad("Addr", `""`, "is required (host:port of the Redis server)")
-	}
-	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
-		return bad("Addr", fmt.Sprintf("%q", c.Addr), "must be host:port")
+	switch {
+	case c.Addr == "" && c.Client == nil:
+		return bad("Addr", `""`, "exactly one of Addr (host:port of the Redis server) and Client (a redis.UniversalClient) is required; both are empty")
+	case c.Addr != "" && c.Client != nil:
+		return bad("Client", fmt.Sprintf("%T", c.Client), fmt.Sprintf("exactly one of Addr and Client is allowed; Addr is %q too", c.Addr))
+	case c.Client != nil && isNilPointer(c.Client):
+		return bad("Client", fmt.Sprintf("(%T)(nil)", c.Client), "is a nil pointer")
+	case c.Client != nil:
+		// Fields the fleet would not read with a client of the user's: refuse them
+		// rather than ignore them.
+		onClient := func(field string, v any) error {
+			return bad(field, v, "applies to Addr only; with Client, set it on the client")
+		}
+		switch {
+		case c.Username != "":
+			return onClient("Username", fmt.Sprintf("%q", c.Username))
+		case c.Password != "":
+			return onClient("Password", "(set)")
+		case c.DB != 0:
+			return onClient("DB", c.DB)
+		case c.TLS != nil:
+			return onClient("TLS", "(set)")
+		}
+	default:
+		if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
+			return bad("Addr", fmt.Sprintf("%q", c.Addr), "must be host:port")
+		}
 	}
 	if c.App == "" {
 		return bad("App", `""`, "is required: replicas of one agent share it")
@@ -136,4 +176,9 @@ func (c Config) validate() error {
 		return bad("HistoryLen", c.HistoryLen, "must be between 10 and 100000")
 	}
 	return nil
+}
+
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }

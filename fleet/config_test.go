@@ -1,10 +1,12 @@
 package fleet_test
 
 import (
+	"crypto/tls"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentbreaker/agentbreaker"
@@ -13,6 +15,8 @@ import (
 
 func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 	ok := fleet.Config{Addr: "127.0.0.1:6379", App: "agent"}
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer client.Close()
 	tests := []struct {
 		name      string
 		edit      func(*fleet.Config)
@@ -31,6 +35,12 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"timeout negative", func(c *fleet.Config) { c.OpTimeout = -time.Second }, "OpTimeout", -time.Second},
 		{"ttl too short", func(c *fleet.Config) { c.KeyTTL = time.Second }, "KeyTTL", time.Second},
 		{"history too short", func(c *fleet.Config) { c.HistoryLen = 2 }, "HistoryLen", 2},
+		{"addr and client", func(c *fleet.Config) { c.Client = client }, "Client", "*redis.Client"},
+		{"nil cluster client", func(c *fleet.Config) { c.Addr, c.Client = "", (*redis.ClusterClient)(nil) }, "Client", "(*redis.ClusterClient)(nil)"},
+		{"username with client", func(c *fleet.Config) { c.Addr, c.Client, c.Username = "", client, "u" }, "Username", `"u"`},
+		{"password with client", func(c *fleet.Config) { c.Addr, c.Client, c.Password = "", client, "secret" }, "Password", "(set)"},
+		{"db with client", func(c *fleet.Config) { c.Addr, c.Client, c.DB = "", client, 2 }, "DB", 2},
+		{"tls with client", func(c *fleet.Config) { c.Addr, c.Client, c.TLS = "", client, &tls.Config{} }, "TLS", "(set)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,6 +51,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 			var ce *agentbreaker.ConfigError
 			require.True(t, errors.As(err, &ce), "%v", err)
 			require.Equal(t, tt.wantField, ce.Field)
+			require.NotContains(t, err.Error(), "secret", "a password never reaches an error")
 			require.Contains(t, []string{"fleet", "redact"}, ce.Package)
 			if s, isString := tt.wantValue.(string); isString && ce.Package == "redact" {
 				require.Contains(t, err.Error(), s[1:len(s)-1])
@@ -49,6 +60,9 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 			}
 		})
 	}
+	_, err := fleet.New(fleet.Config{App: "agent"})
+	require.ErrorContains(t, err, "exactly one of Addr")
+	require.ErrorContains(t, err, "Client")
 	f, err := fleet.New(ok)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())

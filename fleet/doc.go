@@ -31,7 +31,22 @@
 // moved on, and the fleet's state is applied. Windows are
 // stored as each replica's current totals, not as increments, so a sync that failed or
 // was repeated can never count a call twice; a replica that stops syncing drops out of
-// the fleet's window after three intervals.
+// the fleet's window after three to six intervals.
+//
+// Config.Addr dials one Redis; Config.Client takes a go-redis client you built
+// instead (redis.UniversalClient: standalone, Redis Cluster, a Sentinel failover
+// client), which the fleet never closes. On a cluster every key of one breaker shares
+// a hash tag, go-redis sends the round's pipeline to each master in parallel, and each
+// breaker's script succeeds or fails on its own: while a master is down only its
+// breakers decide alone, and after a failed script the fleet has the client reload
+// its slot map so that a promoted replica takes over at the next round. A node without
+// the script (restarted, or a replica just promoted) is sent its text in the same
+// round.
+//
+// A failed sync is classified for the operator (ClassAuth, ClassProtocol,
+// ClassUnreachable, ClassTimeout) in the log, in Status.Error, in ScopeError and by
+// count in SyncErrors; Stats.Outages counts only the outages of a Redis that had
+// answered.
 //
 // Keys are <Prefix>:<App>:<policy version>:{<dependency>}:state|win|lease|hist, every
 // part escaped, every key expiring after KeyTTL without a sync.

@@ -30,7 +30,8 @@ var ErrClosed = errors.New("fleet: closed")
 // breakers decide alone until it answers again.
 type Fleet struct {
 	cfg     Config
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
+	own     bool // rdb was built by New from Addr: Close closes it
 	wake    chan struct{}
 	done    chan struct{}
 	stopped chan struct{}
@@ -43,12 +44,13 @@ type Fleet struct {
 	maps    []*dependencymap.Map
 
 	// Loop only.
-	loaded bool // the script is loaded in the server
-	down   bool // the last sync failed
-	downAt time.Time
+	answered bool // some sync has reached Redis since New
+	down     bool // the last sync failed, wholly or for some breakers
+	downAt   time.Time
 
 	stats struct {
 		syncs, failures, outages, commands, published, lost, leases atomic.Int64
+		byClass                                                     [len(errorClasses)]atomic.Int64
 	}
 }
 
@@ -77,8 +79,17 @@ func New(cfg Config) (*Fleet, error) {
 		cfg.Replica = fmt.Sprintf("%s-%d-%08x", host, os.Getpid(), rand.Uint32())
 	}
 	f := &Fleet{
-		cfg: cfg,
-		rdb: redis.NewClient(&redis.Options{
+		cfg:     cfg,
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		stopped: make(chan struct{}),
+		byName:  map[string]*member{},
+	}
+	if cfg.Client != nil {
+		f.rdb = cfg.Client
+	} else {
+		f.own = true
+		f.rdb = redis.NewClient(&redis.Options{
 			Addr:                  cfg.Addr,
 			Username:              cfg.Username,
 			Password:              cfg.Password,
@@ -96,11 +107,7 @@ func New(cfg Config) (*Fleet, error) {
 			MaintNotificationsConfig: &maintnotifications.Config{
 				Mode: maintnotifications.ModeDisabled,
 			},
-		}),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
-		byName:  map[string]*member{},
+		})
 	}
 	go f.loop()
 	return f, nil
@@ -166,7 +173,8 @@ func (f *Fleet) AttachMap(m *dependencymap.Map) error {
 }
 
 // Close stops the sync loop and detaches every breaker, which decide alone from then
-// on. It does not touch the fleet's state in Redis. Close is idempotent.
+// on. It does not touch the fleet's state in Redis, and it closes the Redis client only
+// if New built it from Addr (a Config.Client stays open). Close is idempotent.
 func (f *Fleet) Close() error {
 	f.once.Do(func() {
 		f.mu.Lock()
@@ -179,7 +187,9 @@ func (f *Fleet) Close() error {
 			fleetlink.Detach(m.b)
 		}
 		f.mu.Unlock()
-		_ = f.rdb.Close()
+		if f.own {
+			_ = f.rdb.Close()
+		}
 	})
 	return nil
 }

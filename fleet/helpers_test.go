@@ -73,18 +73,7 @@ func history(t *testing.T, addr, key string) []transition {
 	defer c.Close()
 	msgs, err := c.XRange(context.Background(), key, "-", "+").Result()
 	require.NoError(t, err)
-	var out []transition
-	for _, m := range msgs {
-		var tr transition
-		fmt.Sscan(fmt.Sprint(m.Values["gen"]), &tr.Gen)
-		tr.From, tr.To = fmt.Sprint(m.Values["from"]), fmt.Sprint(m.Values["to"])
-		tr.Cause, tr.By = fmt.Sprint(m.Values["cause"]), fmt.Sprint(m.Values["by"])
-		var ms int64
-		fmt.Sscan(fmt.Sprint(m.Values["at"]), &ms)
-		tr.At = time.UnixMilli(ms)
-		out = append(out, tr)
-	}
-	return out
+	return parseHistory(msgs)
 }
 
 // checkHistory asserts one consistent history: generations 1, 2, 3... without gaps or

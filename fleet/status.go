@@ -24,6 +24,9 @@ type Status struct {
 	LastSync time.Time
 	// The fleet's window at the last sync: the sum of every replica's window.
 	Calls, Failures, SlowCalls int64
+	// Error is the class of the error of the breaker's last sync (ClassTimeout,
+	// ClassUnreachable, ClassAuth or ClassProtocol), or "" when it worked.
+	Error string
 }
 
 // Status returns what this replica knows of the named breaker's fleet state, and
@@ -48,9 +51,12 @@ func (f *Fleet) Status(name string) (Status, bool) {
 type Stats struct {
 	// Syncs counts successful sync rounds (one pipelined round trip each).
 	Syncs int64
-	// Failures counts sync rounds (or single breakers' scripts) that failed.
+	// Failures counts sync rounds that failed, or single breakers' scripts that failed
+	// in a round where others succeeded (on a cluster, one node down). SyncErrors
+	// splits it by class.
 	Failures int64
-	// Outages counts the times Redis became unreachable after answering.
+	// Outages counts the times Redis became unreachable after answering: a Redis that
+	// never answered since New (a wrong address, port or password) is no outage.
 	Outages int64
 	// Commands counts the Redis commands sent (script runs and loads).
 	Commands int64
@@ -117,4 +123,16 @@ func (f *Fleet) Scope(name string) string {
 		return "fleet"
 	}
 	return "local"
+}
+
+// ScopeError returns the class of the error that keeps the named breaker local
+// (ClassTimeout, ClassUnreachable, ClassAuth or ClassProtocol), or "" while it follows
+// the fleet, before its first sync, or when no breaker of that name is attached: what
+// an admin page shows next to "local". *Fleet thereby satisfies admin.ScopeErrors.
+func (f *Fleet) ScopeError(name string) string {
+	s, ok := f.Status(name)
+	if !ok || s.FleetWide {
+		return ""
+	}
+	return s.Error
 }

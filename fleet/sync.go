@@ -18,20 +18,35 @@ import (
 
 func (f *Fleet) loop() {
 	defer close(f.stopped)
-	t := time.NewTicker(f.cfg.SyncInterval)
+	// The first tick comes at a random point of the first interval, then one every
+	// interval: replicas started together (a deployment, or 64 fleets in one test
+	// process) then spread their rounds over the interval instead of sending them to
+	// Redis at the same instant every time.
+	next := time.Now().Add(rand.N(f.cfg.SyncInterval) + 1)
+	t := time.NewTimer(time.Until(next))
 	defer t.Stop()
 	for {
 		select {
 		case <-f.done:
 			return
 		case <-t.C:
+			// One interval after the previous tick, not after the sync ends, so a slow
+			// round does not shift the phase (unless it outlasted a whole interval).
+			next = next.Add(f.cfg.SyncInterval)
+			if time.Until(next) <= 0 {
+				next = time.Now().Add(f.cfg.SyncInterval)
+			}
+			t.Reset(time.Until(next))
 		case <-f.wake:
 		}
 		f.sync()
 	}
 }
 
-// sync runs one round: every breaker's script in one pipeline, one round trip.
+// sync runs one round: every breaker's script in one pipeline, one round trip (on
+// Redis Cluster, go-redis splits the pipeline by node and sends the parts in
+// parallel). Each breaker's script succeeds or fails on its own: on a cluster one node
+// may be down while the others answer, and its breakers alone go local.
 func (f *Fleet) sync() {
 	members := f.current()
 	if len(members) == 0 {
@@ -40,39 +55,143 @@ func (f *Fleet) sync() {
 	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.OpTimeout)
 	defer cancel()
 	start := time.Now()
-	if !f.loaded {
-		f.stats.commands.Add(1)
-		if err := syncScript.Load(ctx, f.rdb).Err(); err != nil {
-			f.failed(err)
-			return
-		}
-		f.loaded = true
-	}
 	reports := make([]fleetlink.Report, len(members))
+	args := make([][]any, len(members))
 	cmds := make([]*redis.Cmd, len(members))
 	pipe := f.rdb.Pipeline()
 	for i, m := range members {
 		reports[i] = fleetlink.Read(m.b)
-		cmds[i] = syncScript.EvalSha(ctx, pipe, m.keys, f.args(m, reports[i])...)
+		args[i] = f.args(m, reports[i])
+		cmds[i] = syncScript.EvalSha(ctx, pipe, m.keys, args[i]...)
 	}
 	f.stats.commands.Add(int64(len(members)))
-	_, err := pipe.Exec(ctx)
-	if err != nil {
-		if redis.HasErrorPrefix(err, "NOSCRIPT") {
-			f.loaded = false // the server lost its scripts (restarted, flushed): load again
+	// Every command carries its own error, read below; a connection that could not be
+	// set up (refused credentials) fails the pipeline without one.
+	_, execErr := pipe.Exec(ctx)
+	// A node without the script (restarted, flushed, or a replica just promoted: Redis
+	// does not replicate its script cache) answers NOSCRIPT. Run the script's text on
+	// that node, which also caches it there for the next rounds.
+	var again []int
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			again = append(again, i)
 		}
-		f.failed(err)
-		return
 	}
-	f.stats.syncs.Add(1)
-	if f.down {
-		f.down = false
-		f.cfg.Logger.Info("fleet: Redis reachable again; breakers are fleet-wide",
-			"app", f.cfg.App, "replica", f.cfg.Replica, "outage", time.Since(f.downAt).Round(time.Millisecond))
+	if len(again) > 0 && ctx.Err() == nil {
+		pipe := f.rdb.Pipeline()
+		for _, i := range again {
+			cmds[i] = syncScript.Eval(ctx, pipe, members[i].keys, args[i]...)
+		}
+		f.stats.commands.Add(int64(len(again)))
+		if _, err := pipe.Exec(ctx); err != nil {
+			execErr = err
+		}
+	}
+	errs := make([]error, len(members))
+	results := make([][]any, len(members))
+	failed := 0
+	for i, c := range cmds {
+		err := c.Err()
+		res, ok := c.Val().([]any)
+		if ok && len(res) >= 11 && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+			// Redis answered this command. On a cluster, go-redis retries the commands
+			// of a node that failed (after a backoff), and when the deadline passes
+			// during that backoff it marks every command of the pipeline with it,
+			// answered ones too: one dead master would make every breaker local.
+			err = nil
+		}
+		if err == nil && !ok && execErr != nil {
+			err = execErr // never sent
+		} else if err == nil && len(res) < 11 {
+			err = errMalformed
+		}
+		if err != nil {
+			errs[i] = err
+			failed++
+		}
+		results[i] = res
+	}
+	f.settle(members, errs, failed)
+	if failed > 0 {
+		f.reloadTopology()
 	}
 	for i, m := range members {
-		f.apply(m, reports[i], cmds[i], start)
+		if errs[i] == nil {
+			f.apply(m, reports[i], results[i], start)
+		}
 	}
+}
+
+// reloadTopology asks a Redis Cluster client to reload its slot map after a failed
+// script. go-redis reloads it by itself on MOVED or ASK, and every
+// ClusterStateReloadInterval (a minute by default); but a killed master answers
+// nothing, so without this its slots would stay routed to it for up to that minute
+// after a replica took over. The reload runs in go-redis's own goroutine, at most one
+// at a time.
+func (f *Fleet) reloadTopology() {
+	if c, ok := f.rdb.(interface{ ReloadState(context.Context) }); ok {
+		c.ReloadState(context.Background())
+	}
+}
+
+// settle counts and logs a round. A round where every script failed is one failure;
+// in a round where some succeeded, each failed script is one. An outage (counted
+// once, logged once) begins when a sync fails after Redis has answered once; a Redis
+// that never answered (a closed port, a wrong address or password from the start) is
+// logged once too, but is not an outage of a service that was there.
+func (f *Fleet) settle(members []*member, errs []error, failed int) {
+	var first error
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if first == nil {
+			first = err
+		}
+		class := errorClass(err)
+		if failed < len(members) {
+			f.count(err)
+		}
+		m := members[i]
+		m.mu.Lock()
+		m.status.Error = class
+		m.mu.Unlock()
+	}
+	answeredBefore := f.answered
+	if failed < len(members) {
+		f.answered = true
+		f.stats.syncs.Add(1)
+	}
+	if failed == 0 {
+		if f.down {
+			f.down = false
+			if answeredBefore {
+				f.cfg.Logger.Info("fleet: Redis reachable again; breakers are fleet-wide",
+					"app", f.cfg.App, "replica", f.cfg.Replica, "outage", time.Since(f.downAt).Round(time.Millisecond))
+			} else {
+				f.cfg.Logger.Info("fleet: Redis answered; breakers are fleet-wide",
+					"app", f.cfg.App, "replica", f.cfg.Replica, "after", time.Since(f.downAt).Round(time.Millisecond))
+			}
+		}
+		return
+	}
+	class := errorClass(first)
+	if failed == len(members) {
+		f.count(first)
+	}
+	if f.down {
+		return // logged and counted when it began
+	}
+	f.down, f.downAt = true, time.Now()
+	breakers := fmt.Sprintf("%d of %d", failed, len(members))
+	if !answeredBefore {
+		f.cfg.Logger.Warn("fleet: Redis has not answered yet; breakers decide locally until it does",
+			"app", f.cfg.App, "replica", f.cfg.Replica, "error", class, "breakers", breakers)
+		return
+	}
+	f.stats.outages.Add(1)
+	f.cfg.Logger.Warn("fleet: Redis unreachable; breakers decide locally until it answers",
+		"app", f.cfg.App, "replica", f.cfg.Replica, "error", class, "breakers", breakers)
 }
 
 // current returns the attached breakers, first attaching those the maps created since.
@@ -93,33 +212,6 @@ func (f *Fleet) current() []*member {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]*member(nil), f.members...)
-}
-
-// failed notes a sync that did not reach Redis. The breakers keep following the fleet
-// until LocalAfter has passed since their last sync, then decide alone.
-func (f *Fleet) failed(err error) {
-	f.stats.failures.Add(1)
-	if !f.down {
-		f.down, f.downAt = true, time.Now()
-		f.stats.outages.Add(1)
-		f.cfg.Logger.Warn("fleet: Redis unreachable; breakers decide locally until it answers",
-			"app", f.cfg.App, "replica", f.cfg.Replica, "error", errorClass(err))
-	}
-}
-
-// errorClass names an error from Redis or the network without its text.
-func errorClass(err error) string {
-	var ne interface{ Timeout() bool }
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
-	case redis.HasErrorPrefix(err, "NOSCRIPT"):
-		return "noscript"
-	case errors.Is(err, redis.ErrClosed):
-		return "client_closed"
-	default:
-		return "unreachable"
-	}
 }
 
 func (f *Fleet) args(m *member, r fleetlink.Report) []any {
@@ -187,12 +279,7 @@ func kindOf(r fleetlink.Report) int {
 }
 
 // apply reads one breaker's script result and applies the fleet's state to it.
-func (f *Fleet) apply(m *member, r fleetlink.Report, cmd *redis.Cmd, start time.Time) {
-	res, err := cmd.Slice()
-	if err != nil || len(res) < 11 {
-		f.stats.failures.Add(1) // this breaker's hold runs out unless the next sync works
-		return
-	}
+func (f *Fleet) apply(m *member, r fleetlink.Report, res []any, start time.Time) {
 	st, _ := res[0].(string)
 	gen, reopenIn, fp, mine, lease, moved := toInt(res[1]), toInt(res[2]), toInt(res[3]), toInt(res[4]), toInt(res[5]), toInt(res[6])
 	cause, _ := res[7].(string)
@@ -253,6 +340,7 @@ func (f *Fleet) apply(m *member, r fleetlink.Report, cmd *redis.Cmd, start time.
 	m.status.State = fleetState
 	m.status.Generation = uint64(gen)
 	m.status.ProbeHolder = mine == 1
+	m.status.Error = ""
 	m.status.LastSync = time.Now()
 	m.status.Calls, m.status.Failures, m.status.SlowCalls = toInt(res[8]), toInt(res[9]), toInt(res[10])
 	m.mu.Unlock()

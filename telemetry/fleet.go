@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -23,10 +24,24 @@ type FleetSource interface {
 	Counters() (syncs, failures, outages, commands int64)
 }
 
+// FleetErrorSource is implemented by a FleetSource that classifies its failed syncs
+// (*fleet.Fleet does): the telemetry then exports agentbreaker_fleet_sync_errors_total
+// with an error label per class ("auth", "protocol", "unreachable", "timeout"), so that
+// an alert or a dashboard tells wrong credentials from a network fault. SyncErrors
+// yields each class with its count since the source started; the telemetry exports at
+// most FleetErrorClasses of them. It must not block on the network.
+type FleetErrorSource interface {
+	SyncErrors() iter.Seq2[string, int64]
+}
+
+// FleetErrorClasses bounds the rows of agentbreaker_fleet_sync_errors_total.
+const FleetErrorClasses = 4
+
 // FleetSeries is how many series a watched fleet adds to Config.SeriesBound beyond the
-// budget: its four counters and the dependency="other" row of agentbreaker_fleet_local.
-// The per-breaker rows of agentbreaker_fleet_local are charged to Config.MaxSeries.
-const FleetSeries = 4 + 1
+// budget: its four counters, the dependency="other" row of agentbreaker_fleet_local and
+// the FleetErrorClasses rows of agentbreaker_fleet_sync_errors_total. The per-breaker
+// rows of agentbreaker_fleet_local are charged to Config.MaxSeries.
+const FleetSeries = 4 + 1 + FleetErrorClasses
 
 // Fleet metric names. Like the others, they are part of the package's contract.
 const (
@@ -35,6 +50,7 @@ const (
 	nameFleetOutages       = "agentbreaker_fleet_outages_total"
 	nameFleetRedisCommands = "agentbreaker_fleet_redis_commands_total"
 	nameFleetLocal         = "agentbreaker_fleet_local"
+	nameFleetSyncErrors    = "agentbreaker_fleet_sync_errors_total"
 )
 
 // scopeFleet is the value of FleetSource.Scope for a breaker that follows the fleet.
@@ -47,6 +63,9 @@ var (
 		"Fleet sync rounds (or single breakers' scripts) that failed: Redis down, slow or partitioned.", nil, nil)
 	descFleetOutages = prometheus.NewDesc(nameFleetOutages,
 		"Times the fleet lost Redis (the first failed sync of each outage): during an outage the replica's breakers decide alone after LocalAfter.", nil, nil)
+	descFleetSyncErrors = prometheus.NewDesc(nameFleetSyncErrors,
+		"Failed fleet syncs by the class of their error: auth (credentials refused: check the password and ACL user), protocol (the server at the address is not a Redis that runs scripts), unreachable (no connection, or no master for the key), timeout (no answer within OpTimeout). They sum to agentbreaker_fleet_sync_failures_total.",
+		[]string{"error"}, nil)
 	descFleetRedisCommands = prometheus.NewDesc(nameFleetRedisCommands,
 		"Redis commands the fleet sent (script runs and loads).", nil, nil)
 	descFleetLocal = prometheus.NewDesc(nameFleetLocal,
@@ -55,7 +74,7 @@ var (
 )
 
 // fleetDescs are described with the others whether or not a fleet is watched.
-var fleetDescs = []*prometheus.Desc{descFleetSyncs, descFleetSyncFailures, descFleetOutages, descFleetRedisCommands, descFleetLocal}
+var fleetDescs = []*prometheus.Desc{descFleetSyncs, descFleetSyncFailures, descFleetOutages, descFleetRedisCommands, descFleetLocal, descFleetSyncErrors}
 
 // WatchFleet reads src at every scrape: its counters, and the scope of every watched
 // breaker it has attached. A later call replaces the source; nil stops the fleet
@@ -86,6 +105,16 @@ func (t *Telemetry) collectFleet(ch chan<- prometheus.Metric, byLabel map[string
 	ch <- prometheus.MustNewConstMetric(descFleetSyncFailures, prometheus.CounterValue, float64(failures))
 	ch <- prometheus.MustNewConstMetric(descFleetOutages, prometheus.CounterValue, float64(outages))
 	ch <- prometheus.MustNewConstMetric(descFleetRedisCommands, prometheus.CounterValue, float64(commands))
+	if es, ok := src.(FleetErrorSource); ok {
+		rows := 0
+		for class, n := range es.SyncErrors() {
+			if rows == FleetErrorClasses {
+				break
+			}
+			rows++
+			ch <- prometheus.MustNewConstMetric(descFleetSyncErrors, prometheus.CounterValue, float64(n), class)
+		}
+	}
 
 	otherLocal, otherAttached := 0, false
 	foldedOne := func(scope string) {

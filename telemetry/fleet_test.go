@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"bytes"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -194,4 +195,48 @@ func TestFleetLocalUnderTheSeriesBudget(t *testing.T) {
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	require.Empty(t, problems)
+}
+
+// classifiedFleet is a fakeFleet that classifies its failed syncs.
+type classifiedFleet struct {
+	*fakeFleet
+	classes []string
+	counts  []int64
+}
+
+func (f classifiedFleet) SyncErrors() iter.Seq2[string, int64] {
+	return func(yield func(string, int64) bool) {
+		for i, c := range f.classes {
+			if !yield(c, f.counts[i]) {
+				return
+			}
+		}
+	}
+}
+
+// Issue 26d: a source that classifies its failed syncs gets one row per class of
+// agentbreaker_fleet_sync_errors_total, at most FleetErrorClasses of them; a source that
+// does not gets none.
+func TestFleetSyncErrorsByClass(t *testing.T) {
+	t.Parallel()
+	fl := classifiedFleet{fakeFleet: &fakeFleet{scopes: map[string]string{"crm": "local"}, failures: 9},
+		classes: []string{"timeout", "unreachable", "auth", "protocol", "invented"},
+		counts:  []int64{1, 2, 6, 0, 99}}
+	reg := prometheus.NewPedanticRegistry()
+	tel := telemetry.MustNew(telemetry.Config{Registerer: reg, Fleet: fl})
+	tel.Watch(newFleetBreakers("crm"))
+	want := `
+# HELP agentbreaker_fleet_sync_errors_total Failed fleet syncs by the class of their error: auth (credentials refused: check the password and ACL user), protocol (the server at the address is not a Redis that runs scripts), unreachable (no connection, or no master for the key), timeout (no answer within OpTimeout). They sum to agentbreaker_fleet_sync_failures_total.
+# TYPE agentbreaker_fleet_sync_errors_total counter
+agentbreaker_fleet_sync_errors_total{error="auth"} 6
+agentbreaker_fleet_sync_errors_total{error="protocol"} 0
+agentbreaker_fleet_sync_errors_total{error="timeout"} 1
+agentbreaker_fleet_sync_errors_total{error="unreachable"} 2
+`
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "agentbreaker_fleet_sync_errors_total"))
+
+	tel.WatchFleet(fl.fakeFleet)
+	n, err := testutil.GatherAndCount(reg, "agentbreaker_fleet_sync_errors_total")
+	require.NoError(t, err)
+	require.Zero(t, n)
 }

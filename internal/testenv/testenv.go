@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -110,4 +111,20 @@ func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Command returns the path of the program name, looked up in PATH. When it is missing
+// it skips t with one line naming the Debian package that provides it, or fails t
+// when CI=true, where every program the tests need is installed.
+func Command(t testing.TB, name, debianPackage string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		why := name + " not found in PATH (Debian package " + debianPackage + ")"
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required in CI", why)
+		}
+		t.Skip(why)
+	}
+	return path
 }
