@@ -1,0 +1,205 @@
+package mcpguard
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/adk/v2/auth"
+	"google.golang.org/adk/v2/tool/mcptoolset"
+)
+
+const methodCallTool = "tools/call"
+
+// guardTransport returns cfg's transport with the send-once guard and a copy of cfg
+// that uses it. A streamable HTTP transport is guarded at its HTTP client, because its
+// connection has methods only the SDK can implement (wrapping the connection would
+// hide them); any other transport (stdio, in-memory, custom) is guarded at its
+// connection's Write. Auth, which mcptoolset applies only to a streamable transport
+// it can see, is applied here, below the guard.
+func guardTransport(cfg mcptoolset.Config) (mcptoolset.Config, *trackTransport, error) {
+	t := cfg.Transport
+	if t == nil {
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.Endpoint}
+	}
+	st, streamable := t.(*mcp.StreamableClientTransport)
+	if cfg.Auth != nil && !streamable {
+		return cfg, nil, fmt.Errorf("mcpguard: Config.Toolset.Auth requires a streamable HTTP transport; "+
+			"set Endpoint or pass a *mcp.StreamableClientTransport (got %T)", t)
+	}
+	if streamable {
+		cp := *st
+		client := &http.Client{}
+		if st.HTTPClient != nil {
+			*client = *st.HTTPClient
+		}
+		base := client.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		if cfg.Auth != nil {
+			base = &auth.Transport{Provider: cfg.Auth, Base: base}
+		}
+		client.Transport = &onceRoundTripper{base: base}
+		cp.HTTPClient = client
+		t = &cp
+	} else {
+		t = &onceTransport{inner: t}
+	}
+	tr := &trackTransport{inner: t}
+	cfg.Transport, cfg.Endpoint, cfg.Auth = tr, "", nil
+	return cfg, tr, nil
+}
+
+// ErrClosed is returned for a connection asked of a Toolset after Close.
+var ErrClosed = errors.New("mcpguard: tool set closed")
+
+// maxTracked bounds the connections kept for Close: adk-go replaces a session only
+// after a failure and closes the one it replaces, so old entries are closed already.
+const maxTracked = 16
+
+// trackTransport keeps the connections it makes, unchanged, so that Close can end
+// them: adk-go's tool set has no Close of its own, and the runner never ends a
+// plugin's or a tool set's goroutines.
+type trackTransport struct {
+	inner  mcp.Transport
+	mu     sync.Mutex
+	conns  []mcp.Connection
+	closed bool
+}
+
+func (t *trackTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		c.Close()
+		return nil, ErrClosed
+	}
+	if len(t.conns) == maxTracked {
+		t.conns = slices.Delete(t.conns, 0, 1)
+	}
+	t.conns = append(t.conns, c)
+	return c, nil
+}
+
+// close closes every connection and refuses new ones.
+func (t *trackTransport) close() error {
+	t.mu.Lock()
+	conns := t.conns
+	t.conns, t.closed = nil, true
+	t.mu.Unlock()
+	var errs []error
+	for _, c := range conns {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// onceTransport guards the connections of a transport other than streamable HTTP.
+type onceTransport struct{ inner mcp.Transport }
+
+func (t *onceTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &onceConn{Connection: c}, nil
+}
+
+type onceConn struct{ mcp.Connection }
+
+// Write refuses the second tools/call write of a mutating call.
+func (c *onceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	once := onceOf(ctx)
+	if once == nil {
+		return c.Connection.Write(ctx, msg)
+	}
+	if req, ok := msg.(*jsonrpc.Request); !ok || req.Method != methodCallTool {
+		return c.Connection.Write(ctx, msg) // the refresher's ping, a new session's initialize
+	}
+	if err := once.claim(); err != nil {
+		return err
+	}
+	err := c.Connection.Write(ctx, msg)
+	once.settle(err, false)
+	return err
+}
+
+// onceRoundTripper guards a streamable HTTP transport: each JSON-RPC message is one
+// POST made with the writing call's context.
+type onceRoundTripper struct{ base http.RoundTripper }
+
+func (rt *onceRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	once := onceOf(req.Context())
+	if once == nil || req.Method != http.MethodPost {
+		return rt.base.RoundTrip(req)
+	}
+	req, call, err := isCallTool(req)
+	if err != nil || !call {
+		if err != nil {
+			return nil, err
+		}
+		return rt.base.RoundTrip(req)
+	}
+	if err := once.claim(); err != nil {
+		if req.Body != nil {
+			req.Body.Close() // a RoundTripper must close the body, also on error
+		}
+		return nil, err
+	}
+	resp, err := rt.base.RoundTrip(req)
+	// 404 is the server saying it does not know the session: it did not run the call,
+	// and the refresher will send it again on a new session.
+	once.settle(err, err == nil && resp.StatusCode == http.StatusNotFound)
+	return resp, err
+}
+
+// isCallTool reports whether req posts a tools/call request, and returns the request
+// to send: req itself when its body can be read again through GetBody (the SDK's
+// requests can), else a copy holding the body read here.
+func isCallTool(req *http.Request) (*http.Request, bool, error) {
+	var data []byte
+	var err error
+	if req.GetBody != nil {
+		var body io.ReadCloser
+		if body, err = req.GetBody(); err == nil {
+			data, err = io.ReadAll(body)
+			body.Close()
+		}
+	} else if req.Body != nil {
+		data, err = io.ReadAll(req.Body)
+		req.Body.Close()
+		cp := req.Clone(req.Context())
+		cp.Body = io.NopCloser(bytes.NewReader(data))
+		req = cp
+	}
+	if err != nil {
+		return req, false, err
+	}
+	if !bytes.Contains(data, []byte(methodCallTool)) {
+		return req, false, nil
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return req, false, nil // not JSON-RPC: not a call the guard knows
+	}
+	r, ok := msg.(*jsonrpc.Request)
+	return req, ok && r.Method == methodCallTool, nil
+}
