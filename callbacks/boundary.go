@@ -19,18 +19,25 @@ import (
 // is written by the dependency, or by a tool that copied the dependency's answer into
 // its error: it can hold prompt injections, secrets, markup and terminal escapes.
 //
-// The rule, for every guarded call that reached its tool and failed:
+// The rule, for every guarded call that reached its tool and failed: when the
+// dependency answered, the model gets its answer; when it failed, the model gets only
+// agentbreaker's payload. In detail:
 //
-//   - A failure of the dependency (every class but the model's own mistakes below:
-//     5xx, 429, timeouts, transport errors, auth, other 4xx, unclassified errors and
-//     in-band errors without a known kind) reaches the model only as agentbreaker's
-//     payload (payloads.Failed, response_type "agentbreaker.failed"), built from the
-//     class: status, a reason from fixed text, retry advice, and the cached answer or
-//     partial result you configured (Config.Cache, Config.Fallback).
-//   - The model's own mistake (classify.ClassValidation, ClassInvalidArgument,
-//     ClassNotFound, ClassEmptyResult) keeps the tool's message so the model can
-//     correct itself, passed through redact.Clean: at most 512 bytes per string,
-//     control and format characters and invalid UTF-8 removed.
+//   - The dependency answered and works (a FAILED outcome with a healthy verdict: a
+//     refusal such as a declined card, an MCP isError result without an outage signal,
+//     a 4xx such as classify.StatusError(402, ...), a validation message, not found, no
+//     results): the tool's message reaches the model so that it can tell the user or
+//     correct its arguments, passed through redact.Answer: at most 512 bytes per
+//     string, control and format characters and invalid UTF-8 removed, known secret
+//     shapes (keys, passwords in URLs, card numbers) masked. Such answers never count
+//     against the breaker. Prompt injections in them pass: set ErrorTextWithheld for
+//     a tool whose answers the model must not read.
+//   - The dependency failed (5xx, 429, timeouts, transport errors, crashes and stack
+//     traces, unclassified errors) or our configuration did (auth, TLS): the model
+//     gets agentbreaker's payload (payloads.Failed, response_type
+//     "agentbreaker.failed"), built from the class: status, a reason from fixed text,
+//     retry advice, and the cached answer or partial result you configured
+//     (Config.Cache, Config.Fallback).
 //
 // The answer is given by agentbreaker's after-tool callback, so every on-error callback
 // (other plugins', the agent's) still sees the error first; as with any plugin that
@@ -46,7 +53,7 @@ type ErrorText uint8
 
 const (
 	// ErrorTextRedact is the default: dependency failures become the payload, the
-	// model's own mistakes keep a bounded, cleaned message.
+	// dependency's answers keep a bounded, cleaned message.
 	ErrorTextRedact ErrorText = iota
 	// ErrorTextBounded adds to the payload of a dependency failure a "tool_message"
 	// with a bounded excerpt of the text (redact.Excerpt: 512 bytes, cleaned, common
@@ -56,9 +63,14 @@ const (
 	// {"error": err.Error()} for an error. Only for tools whose errors you write
 	// yourself and never copy from a dependency.
 	ErrorTextVerbatim
+	// ErrorTextWithheld withholds the dependency's answers too: every failure,
+	// refusals and validation messages included, reaches the model only as
+	// agentbreaker's payload. For a dependency whose answers may carry what the
+	// model must not read (another customer's data in a refusal).
+	ErrorTextWithheld
 )
 
-var errorTextNames = [...]string{ErrorTextRedact: "redact", ErrorTextBounded: "bounded", ErrorTextVerbatim: "verbatim"}
+var errorTextNames = [...]string{ErrorTextRedact: "redact", ErrorTextBounded: "bounded", ErrorTextVerbatim: "verbatim", ErrorTextWithheld: "withheld"}
 
 func (p ErrorText) String() string {
 	if int(p) < len(errorTextNames) {
@@ -118,8 +130,8 @@ func (r *Redaction) check() error {
 		if err := redact.CheckName("callbacks: Config.Redaction.ErrorText key", tool); err != nil {
 			return err
 		}
-		if p > ErrorTextVerbatim {
-			return fmt.Errorf("callbacks: Config.Redaction.ErrorText[%q] = %d: must be ErrorTextRedact, ErrorTextBounded or ErrorTextVerbatim", tool, p)
+		if p > ErrorTextWithheld {
+			return fmt.Errorf("callbacks: Config.Redaction.ErrorText[%q] = %d: must be ErrorTextRedact, ErrorTextBounded, ErrorTextVerbatim or ErrorTextWithheld", tool, p)
 		}
 	}
 	if r.Redactor == nil {
@@ -134,13 +146,11 @@ const maxModelText = 512
 // keyToolMessage holds the bounded excerpt of ErrorTextBounded.
 const keyToolMessage = "tool_message"
 
-// modelMistake reports the classes whose message is for the model to act on.
-func modelMistake(c classify.Class) bool {
-	switch c {
-	case classify.ClassValidation, classify.ClassInvalidArgument, classify.ClassNotFound, classify.ClassEmptyResult:
-		return true
-	}
-	return false
+// dependencyAnswered reports whether cls says that the dependency answered the call
+// and works: a FAILED outcome with a healthy verdict that is not our configuration's
+// fault. Its words are then an answer for the model, not an outage's debris.
+func dependencyAnswered(cls classify.Classification) bool {
+	return cls.Outcome == classify.Failed && cls.Verdict == classify.Healthy && !cls.ConfigFault
 }
 
 // boundaryInput is what the after-tool callback knows about a finished call.
@@ -181,9 +191,9 @@ func (c *Callbacks) answer(ctx agent.Context, in boundaryInput) map[string]any {
 	case in.cls.Class == classify.ClassNone:
 		return nil // a success: the data is what the model asked for
 	}
-	if modelMistake(in.cls.Class) {
+	if dependencyAnswered(in.cls) && policy != ErrorTextWithheld {
 		if in.toolErr != nil {
-			return map[string]any{"error": redact.Clean(in.toolErr.Error(), maxModelText)}
+			return map[string]any{"error": modelText(in.toolErr.Error())}
 		}
 		return boundedResult(in.result)
 	}
@@ -210,12 +220,15 @@ func withheld(m map[string]any, text string, class classify.Class) map[string]an
 	return out
 }
 
-// boundedResult returns a copy of a result that reports the model's own mistake, with
-// every string cleaned and bounded.
+// boundedResult returns a copy of a result that carries the dependency's answer, with
+// every string cleaned, masked and bounded.
 func boundedResult(m map[string]any) map[string]any {
-	out, _ := mapStrings(m, func(s string) string { return redact.Clean(s, maxModelText) }, 0).(map[string]any)
+	out, _ := mapStrings(m, modelText, 0).(map[string]any)
 	return out
 }
+
+// modelText is a string of the dependency's answer as the model may read it.
+func modelText(s string) string { return redact.Answer(s, maxModelText) }
 
 // maxDepth bounds how deep mapStrings copies; deeper values are dropped.
 const maxDepth = 8

@@ -205,7 +205,10 @@ func TestBuiltinToolsAreExemptByDefault(t *testing.T) {
 	}
 }
 
-func TestInBandFailuresCount(t *testing.T) {
+// In-band failures count only when they name an outage: a refusal or a message in
+// prose is the dependency answering (issue 22: "db down" in prose needs a
+// classify.MatchText rule).
+func TestInBandFailuresCountOnlyWithAnOutageSignal(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
@@ -213,8 +216,9 @@ func TestInBandFailuresCount(t *testing.T) {
 		want   classify.Verdict
 		class  classify.Class
 	}{
-		{"status error", map[string]any{"status": "error", "message": "db down"}, classify.Counts, classify.ClassToolError},
-		{"mcp isError", map[string]any{"isError": true, "content": []any{}}, classify.Counts, classify.ClassToolError},
+		{"status error in prose", map[string]any{"status": "error", "message": "db down"}, classify.Healthy, classify.ClassRefused},
+		{"mcp isError without text", map[string]any{"isError": true, "content": []any{}}, classify.Healthy, classify.ClassRefused},
+		{"status error with a name", map[string]any{"status": "error", "message": "UNAVAILABLE: db down"}, classify.Counts, classify.ClassHTTP5xx},
 		{"in-band 503", map[string]any{"status": "error", "status_code": 503}, classify.Counts, classify.ClassHTTP5xx},
 		{"in-band not found", map[string]any{"status": "error", "error_type": "NOT_FOUND"}, classify.Healthy, classify.ClassNotFound},
 		{"success", map[string]any{"status": "ok"}, classify.Healthy, classify.ClassNone},

@@ -335,8 +335,8 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 			kind, sent = EventMisordered, true // the tool ran and failed; only the outcome is lost
 		default:
 			cls = c.classifier(cl.dep).Classify(classify.Input{Context: ctx, Result: result})
-			if cls.Verdict != classify.Healthy {
-				text = inBandText(result)
+			if cls.Outcome != classify.Succeeded {
+				text = inBandText(result) // refusals too: the operator gets their fingerprint
 			}
 			sent = true
 		}
@@ -372,20 +372,7 @@ func isReflectAndRetry(result map[string]any) bool {
 
 // inBandText picks the failure text of an in-band error result, for the operator's
 // fingerprint (and the opt-in excerpt).
-func inBandText(result map[string]any) string {
-	for _, k := range []string{"error", "message", "error_details"} {
-		if s, ok := result[k].(string); ok && s != "" {
-			return s
-		}
-	}
-	if content, ok := result["content"].([]any); ok && len(content) > 0 { // MCP: isError with text content
-		if m, ok := content[0].(map[string]any); ok {
-			s, _ := m["text"].(string)
-			return s
-		}
-	}
-	return ""
-}
+func inBandText(result map[string]any) string { return classify.FailureText(result) }
 
 // verdicts maps the classification's verdict to the breaker's.
 var verdicts = [...]breaker.Verdict{

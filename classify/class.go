@@ -78,9 +78,13 @@ const (
 	// ClassInvalidArgument: a model API rejected the request
 	// (INVALID_ARGUMENT, FAILED_PRECONDITION). Failed, Healthy.
 	ClassInvalidArgument Class = "invalid_argument"
-	// ClassToolError: a tool reported a failure in its result without
-	// saying what kind. Failed, Counts, not retryable.
-	ClassToolError Class = "tool_error"
+	// ClassRefused: the dependency answered and declined the request: a
+	// business refusal (a card declined, an order that can no longer be
+	// cancelled), an MCP tool's isError result, or a failure reported in a
+	// result map, none of them naming an outage or a shortage of capacity.
+	// The dependency works, so Failed, Healthy, not retryable; its answer is
+	// for the model to act on.
+	ClassRefused Class = "refused"
 	// ClassUnclassified: an error nothing else matched. Unknown, Counts,
 	// retryable.
 	ClassUnclassified Class = "unclassified"
@@ -112,7 +116,7 @@ var classTable = []Classification{
 	{Class: ClassBulkheadFull, Outcome: FailedBeforeSend, Verdict: Neutral},
 	{Class: ClassSafetyBlock, Outcome: Failed, Verdict: Healthy},
 	{Class: ClassInvalidArgument, Outcome: Failed, Verdict: Healthy},
-	{Class: ClassToolError, Outcome: Failed, Verdict: Counts},
+	{Class: ClassRefused, Outcome: Failed, Verdict: Healthy},
 	{Class: ClassUnclassified, Outcome: Unknown, Verdict: Counts, Retryable: true},
 }
 

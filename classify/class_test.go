@@ -15,7 +15,7 @@ func TestClasses(t *testing.T) {
 		"timeout", "connection_reset", "transport", "http_5xx", "http_429", "http_408",
 		"not_found", "http_4xx", "auth", "validation", "empty_result", "canceled",
 		"deadline", "breaker_open", "bulkhead_full", "safety_block", "invalid_argument",
-		"tool_error", "unclassified",
+		"refused", "unclassified",
 	}
 	got := classify.Classes()
 	require.Equal(t, want, got)

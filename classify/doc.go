@@ -51,7 +51,8 @@
 //	status 401, 403, 407                        FAILED              auth (2)             healthy  no
 //	status 400, 422                             FAILED              validation           healthy  no
 //	other 4xx                                   FAILED              http_4xx             healthy  no
-//	tool result reporting failure in-band       see ToolResult; unrecognised: tool_error, FAILED, counts, no retry
+//	tool result reporting failure in-band       see ToolResult; no outage named: refused, FAILED, healthy, no retry
+//	MCP isError result (adk-go's error text)    see MCPIsError; no outage named: refused, FAILED, healthy, no retry
 //
 // Notes on the table:
 //  1. FAILED_BEFORE_SEND or FAILED is kept when the evidence proves it.
@@ -87,11 +88,15 @@
 //     "Not Found" or "invalid_argument" as the entire value of "error_class",
 //     "error_type", "reason", "code", "status" or "error".
 //
-// Error text is not searched for status codes or failure names: a Go error
-// "HTTP 404" or "customer not found" is unclassified (UNKNOWN, counts), and an
-// in-band {"error": "customer not found"} is a tool_error (FAILED, counts), because a
-// sentence is not a name. Return NotFound instead, or put "not_found" in
-// "error_class".
+// A Go error's text is not searched for status codes or failure names: a Go error
+// "HTTP 404" or "customer not found" is unclassified (UNKNOWN, counts), because the
+// text may be a transport's and a sentence is not a name. Return NotFound instead.
+// The words of a dependency's answer are read, but only for an outage signal written
+// as a name or a status ([TextSignal]): an MCP isError result and an in-band failure
+// are the dependency answering, [ClassRefused] (FAILED, healthy) unless they say
+// "HTTP 503", UNAVAILABLE, RESOURCE_EXHAUSTED or the like. A declined card never
+// trips a breaker; [MatchText] teaches a classifier a server's own words for an
+// outage.
 //
 // # Customising
 //

@@ -81,6 +81,9 @@ func classifyError(err error) Classification {
 	if _, ok := errors.AsType[*net.OpError](err); ok {
 		return ForClass(ClassTransport)
 	}
+	if c, ok := mcpError(err); ok {
+		return c // the MCP server answered: its words say what happened
+	}
 	if strings.Contains(errorText(err), "Client.Timeout exceeded") {
 		// http.Client's timeout, after something flattened it to text.
 		return ForClass(ClassTimeout)

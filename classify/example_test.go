@@ -51,7 +51,10 @@ func ExampleToolResult() {
 		{"results": []any{}},
 		{"status": "error", "error_type": "NOT_FOUND", "message": "no order 42"},
 		{"status": "error", "status_code": 503, "retry_after_seconds": 20},
-		{"isError": true, "content": []any{map[string]any{"type": "text", "text": "crashed"}}},
+		{"isError": true, "content": []any{map[string]any{"type": "text", "text": "card_declined: the card was declined"}}},
+		{"isError": true, "content": []any{map[string]any{"type": "text", "text": "upstream said HTTP 502"}}},
+		{"success": false, "error": "card_declined", "message": "The card was declined."},
+		{"output": map[string]any{"status_code": 429, "message": "slow down"}},
 	} {
 		c := classify.ToolResult(result)
 		fmt.Println(c.Outcome, c.Class, c.Verdict, c.RetryAfter)
@@ -60,7 +63,10 @@ func ExampleToolResult() {
 	// SUCCEEDED none healthy 0s
 	// FAILED not_found healthy 0s
 	// FAILED http_5xx counts 20s
-	// FAILED tool_error counts 0s
+	// FAILED refused healthy 0s
+	// FAILED http_5xx counts 0s
+	// FAILED refused healthy 0s
+	// FAILED http_429 counts 0s
 }
 
 // When the caller gives up, the failure says nothing about the dependency.

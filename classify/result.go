@@ -18,19 +18,27 @@ const PayloadPrefix = "agentbreaker."
 // A map reports a failure when any of these holds:
 //   - "status" is the string "error" (any case);
 //   - "isError" or "is_error" is true (the MCP convention);
+//   - "success" is false;
 //   - "status_code", "statusCode" or "http_status" is a number >= 400;
 //   - "error" is non-empty and "status" is not a success word
 //     ("success", "succeeded", "ok", "completed", "done").
+//
+// A map that does not, but holds a map under "output" that does, reports that
+// failure: adk-go's MCP toolsets hand a tool's structured content to callbacks as
+// {"output": <structured content>}.
 //
 // A failure is then refined, looking in the map and in an "error" object
 // nested in it: first by a numeric HTTP status ("status_code", "statusCode",
 // "http_status", "status" or "code"), using the [HTTPStatus] rules; then by
 // a word in "error_class", "error_type", "reason", "code", "status" or the
 // "error" string itself, such as NOT_FOUND, invalid_argument, timeout,
-// UNAVAILABLE, rate_limited, permission_denied or no_results. Without
-// either it is [ClassToolError]: Failed and counted, since the tool says it
-// did not work. "retry_after_seconds" or "retry_after" (seconds), or a
-// RetryInfo entry in a nested "details" list, set RetryAfter.
+// UNAVAILABLE, rate_limited, permission_denied or no_results; then by an
+// outage signal in its text ("error", "message", MCP text content), by the
+// [TextSignal] rules. Without any of these the dependency answered and
+// declined: [ClassRefused], Failed and Healthy, so a declined card or a
+// business rule never trips a breaker. "retry_after_seconds" or
+// "retry_after" (seconds), or a RetryInfo entry in a nested "details" list,
+// set RetryAfter.
 //
 // A map whose "response_type" starts with [PayloadPrefix] is this library's
 // own short-circuit payload: FailedBeforeSend and Neutral, with the class
@@ -46,11 +54,21 @@ func ToolResult(result map[string]any) Classification {
 	if rt, _ := result["response_type"].(string); strings.HasPrefix(rt, PayloadPrefix) {
 		return ownPayload(result)
 	}
+	failing := result
 	if !reportsFailure(result) {
-		return ForClass(ClassNone)
+		out, ok := result["output"].(map[string]any)
+		if !ok || !reportsFailure(out) {
+			return ForClass(ClassNone)
+		}
+		failing = out
 	}
-	sources := []map[string]any{result}
-	if nested, ok := result["error"].(map[string]any); ok {
+	return inBandFailure(failing)
+}
+
+// inBandFailure classifies a map that reports a failure.
+func inBandFailure(m map[string]any) Classification {
+	sources := []map[string]any{m}
+	if nested, ok := m["error"].(map[string]any); ok {
 		sources = append(sources, nested)
 	}
 	c, ok := failureFromCode(sources)
@@ -58,12 +76,62 @@ func ToolResult(result map[string]any) Classification {
 		c, ok = failureFromWords(sources)
 	}
 	if !ok {
-		c = ForClass(ClassToolError)
+		c, ok = TextSignal(FailureText(m))
+	}
+	if !ok {
+		c = ForClass(ClassRefused)
 	}
 	if d, ok := inBandRetryAfter(sources); ok {
 		c.RetryAfter = d
 	}
 	return c
+}
+
+// textKeys hold a failure's words, in the order FailureText reads them.
+var textKeys = []string{"error", "message", "error_message", "error_details", "detail", "details", "reason"}
+
+// FailureText returns the words of a failure a result map reports in-band: its
+// "error", "message", "error_message", "error_details", "detail", "details" or
+// "reason" strings (also inside an "error" object, and under "output"), or the text
+// of MCP content ("content": [{"type": "text", "text": ...}]), joined by "; ". It is
+// the dependency's text: callers decide what of it anyone may see.
+func FailureText(m map[string]any) string {
+	var b strings.Builder
+	appendFailureText(&b, m, 0)
+	return b.String()
+}
+
+func appendFailureText(b *strings.Builder, m map[string]any, depth int) {
+	if depth > 2 || b.Len() > maxSignalText {
+		return
+	}
+	add := func(s string) {
+		if s = strings.TrimSpace(s); s != "" {
+			if b.Len() > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(s)
+		}
+	}
+	for _, k := range textKeys {
+		switch v := m[k].(type) {
+		case string:
+			add(v)
+		case map[string]any:
+			appendFailureText(b, v, depth+1)
+		}
+	}
+	if content, ok := m["content"].([]any); ok {
+		for _, e := range content {
+			if part, ok := e.(map[string]any); ok {
+				s, _ := part["text"].(string)
+				add(s)
+			}
+		}
+	}
+	if out, ok := m["output"].(map[string]any); ok {
+		appendFailureText(b, out, depth+1)
+	}
 }
 
 // ownPayload classifies one of this library's short-circuit payloads.
@@ -92,6 +160,9 @@ func reportsFailure(m map[string]any) bool {
 		if b, _ := m[k].(bool); b {
 			return true
 		}
+	}
+	if ok, isBool := m["success"].(bool); isBool && !ok {
+		return true
 	}
 	for _, k := range []string{"status_code", "statusCode", "http_status"} {
 		if n, ok := asInt(m[k]); ok && n >= 400 {

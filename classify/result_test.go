@@ -15,7 +15,7 @@ import (
 func TestToolResult(t *testing.T) {
 	t.Parallel()
 	none := classify.ForClass(classify.ClassNone)
-	toolErr := classify.ForClass(classify.ClassToolError)
+	refused := classify.ForClass(classify.ClassRefused)
 	code := func(class classify.Class, status int) classify.Classification {
 		return with(class, func(c *classify.Classification) {
 			c.StatusCode = status
@@ -51,16 +51,16 @@ func TestToolResult(t *testing.T) {
 		{name: "unrelated status word", result: map[string]any{"status": "pending"}, want: none},
 
 		// Failure reported, nothing more known.
-		{name: "status error", result: map[string]any{"status": "error"}, want: toolErr},
-		{name: "status Error mixed case", result: map[string]any{"status": " Error ", "message": "the API said no"}, want: toolErr},
-		{name: "mcp isError", result: map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": "boom"}}}, want: toolErr},
-		{name: "snake is_error", result: map[string]any{"is_error": true}, want: toolErr},
-		{name: "error string", result: map[string]any{"error": "upstream exploded"}, want: toolErr},
-		{name: "error number", result: map[string]any{"error": 3}, want: toolErr},
-		{name: "error list", result: map[string]any{"error": []any{"x"}}, want: toolErr},
-		{name: "long free text is not a word", result: map[string]any{"status": "error", "reason": "The record you asked for was not found in the database, please try another id"}, want: toolErr},
-		{name: "grpc numeric code is not http", result: map[string]any{"status": "error", "code": 14}, want: toolErr},
-		{name: "infinite code", result: map[string]any{"error": map[string]any{"code": math.Inf(1)}}, want: toolErr},
+		{name: "status error", result: map[string]any{"status": "error"}, want: refused},
+		{name: "status Error mixed case", result: map[string]any{"status": " Error ", "message": "the API said no"}, want: refused},
+		{name: "mcp isError", result: map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": "boom"}}}, want: refused},
+		{name: "snake is_error", result: map[string]any{"is_error": true}, want: refused},
+		{name: "error string", result: map[string]any{"error": "upstream exploded"}, want: refused},
+		{name: "error number", result: map[string]any{"error": 3}, want: refused},
+		{name: "error list", result: map[string]any{"error": []any{"x"}}, want: refused},
+		{name: "long free text is not a word", result: map[string]any{"status": "error", "reason": "The record you asked for was not found in the database, please try another id"}, want: refused},
+		{name: "grpc numeric code is not http", result: map[string]any{"status": "error", "code": 14}, want: refused},
+		{name: "infinite code", result: map[string]any{"error": map[string]any{"code": math.Inf(1)}}, want: refused},
 
 		// Refined by a numeric HTTP status.
 		{name: "status_code int", result: map[string]any{"status": "error", "status_code": 404}, want: code(classify.ClassNotFound, 404)},
@@ -94,7 +94,7 @@ func TestToolResult(t *testing.T) {
 		{name: "no matching records as error", result: map[string]any{"error": "No matching records"}, want: classify.ForClass(classify.ClassEmptyResult)},
 		{name: "safety", result: map[string]any{"status": "error", "reason": "SAFETY"}, want: classify.ForClass(classify.ClassSafetyBlock)},
 		{name: "class name", result: map[string]any{"status": "error", "error_class": "connection_refused"}, want: classify.ForClass(classify.ClassConnectionRefused)},
-		{name: "class none is not a failure word", result: map[string]any{"status": "error", "error_class": "none"}, want: toolErr},
+		{name: "class none is not a failure word", result: map[string]any{"status": "error", "error_class": "none"}, want: refused},
 
 		// A Google-style error object nested under "error".
 		{name: "nested google error", result: map[string]any{"error": map[string]any{
@@ -108,10 +108,10 @@ func TestToolResult(t *testing.T) {
 		{name: "nested retry after", result: map[string]any{"error": map[string]any{"reason": "throttled", "retry_after_seconds": 4}}, want: delay(classify.ForClass(classify.ClassHTTP429), 4*time.Second)},
 
 		// Retry delays that are not delays.
-		{name: "negative retry after", result: map[string]any{"status": "error", "retry_after_seconds": -3}, want: toolErr},
-		{name: "NaN retry after", result: map[string]any{"status": "error", "retry_after": math.NaN()}, want: toolErr},
-		{name: "huge retry after", result: map[string]any{"status": "error", "retry_after": 1e300}, want: toolErr},
-		{name: "retry after text", result: map[string]any{"status": "error", "retry_after": "later"}, want: toolErr},
+		{name: "negative retry after", result: map[string]any{"status": "error", "retry_after_seconds": -3}, want: refused},
+		{name: "NaN retry after", result: map[string]any{"status": "error", "retry_after": math.NaN()}, want: refused},
+		{name: "huge retry after", result: map[string]any{"status": "error", "retry_after": 1e300}, want: refused},
+		{name: "retry after text", result: map[string]any{"status": "error", "retry_after": "later"}, want: refused},
 
 		// This library's own payloads.
 		{name: "own payload bulkhead", result: map[string]any{
@@ -121,15 +121,15 @@ func TestToolResult(t *testing.T) {
 		{name: "own payload with unknown class", result: map[string]any{"response_type": "agentbreaker.x", "error_class": "server on fire"}, want: classify.ForClass(classify.ClassBreakerOpen)},
 		{name: "own payload class of wrong type", result: map[string]any{"response_type": "agentbreaker.x", "error_class": 5}, want: classify.ForClass(classify.ClassBreakerOpen)},
 		{name: "own payload claiming no failure", result: map[string]any{"response_type": "agentbreaker.x", "error_class": "none"}, want: classify.ForClass(classify.ClassBreakerOpen)},
-		{name: "someone else's payload", result: map[string]any{"response_type": "other.unavailable", "status": "error"}, want: toolErr},
+		{name: "someone else's payload", result: map[string]any{"response_type": "other.unavailable", "status": "error"}, want: refused},
 		{name: "prefix must lead", result: map[string]any{"response_type": "x.agentbreaker.y"}, want: none},
 
 		// Odd shapes.
 		{name: "status of wrong type", result: map[string]any{"status": []any{"error"}}, want: none},
 		{name: "nil values", result: map[string]any{"status": nil, "isError": nil, "status_code": nil, "error": nil}, want: none},
-		{name: "deep nesting", result: map[string]any{"error": map[string]any{"error": map[string]any{"error": map[string]any{}}}}, want: toolErr},
-		{name: "huge status code", result: map[string]any{"status_code": 1e30, "error": "x"}, want: toolErr},
-		{name: "unsigned status code", result: map[string]any{"status_code": uint64(math.MaxUint64), "error": "x"}, want: toolErr},
+		{name: "deep nesting", result: map[string]any{"error": map[string]any{"error": map[string]any{"error": map[string]any{}}}}, want: refused},
+		{name: "huge status code", result: map[string]any{"status_code": 1e30, "error": "x"}, want: refused},
+		{name: "unsigned status code", result: map[string]any{"status_code": uint64(math.MaxUint64), "error": "x"}, want: refused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,7 +196,7 @@ func TestToolResultNumberForms(t *testing.T) {
 		requireValid(t, got)
 		switch v {
 		case int8(-1), uint8(200):
-			require.Equal(t, classify.ClassToolError, got.Class, "%T %v is not a failing status", v, v)
+			require.Equal(t, classify.ClassRefused, got.Class, "%T %v is not a failing status", v, v)
 		default:
 			require.Equal(t, classify.ClassNotFound, got.Class, "%T %v", v, v)
 			require.Equal(t, 404, got.StatusCode)
@@ -204,7 +204,7 @@ func TestToolResultNumberForms(t *testing.T) {
 	}
 	for _, v := range []any{float64(404.5), json.Number("4e400"), json.Number("x"), true, "404 Not Found"} {
 		got := classify.ToolResult(map[string]any{"status": "error", "status_code": v})
-		require.Equal(t, classify.ClassToolError, got.Class, "%T %v", v, v)
+		require.Equal(t, classify.ClassRefused, got.Class, "%T %v", v, v)
 	}
 	for _, v := range []any{int64(3), uint16(3), float32(3), json.Number("3"), " 3 "} {
 		got := classify.ToolResult(map[string]any{"status": "error", "retry_after_seconds": v})

@@ -2,6 +2,7 @@ package classify
 
 import (
 	"errors"
+	"regexp"
 
 	"google.golang.org/genai"
 )
@@ -66,4 +67,44 @@ func apiCode(err error) int {
 		return e.Code
 	}
 	return 0
+}
+
+// MatchText returns a Rule that gives c to every failed call whose dependency's own
+// words match re: the error's text, or the words of a failure its result reports
+// in-band ([FailureText]). It is for a server known to put its upstream's outages in
+// words the defaults do not read, for example an MCP server whose isError text says
+// "payment processor unreachable":
+//
+//	classify.MatchText(regexp.MustCompile(`(?i)processor unreachable`), classify.ForClass(classify.ClassHTTP5xx))
+//
+// For an MCP isError result the outcome is Failed whatever c says (the server
+// answered). The text searched is bounded (4 KiB). A nil re matches nothing.
+func MatchText(re *regexp.Regexp, c Classification) Rule {
+	if re == nil {
+		return func(Input) (Classification, bool) { return Classification{}, false }
+	}
+	return func(in Input) (Classification, bool) {
+		var text string
+		switch {
+		case in.Err != nil:
+			text = errorText(in.Err)
+		case in.Result != nil && ToolResult(in.Result).Outcome != Succeeded:
+			text = FailureText(in.Result)
+		default:
+			return Classification{}, false
+		}
+		if len(text) > maxSignalText {
+			text = text[:maxSignalText]
+		}
+		if !re.MatchString(text) {
+			return Classification{}, false
+		}
+		out := c
+		if in.Err != nil {
+			if _, ok := MCPToolFailure(in.Err); ok {
+				out.Outcome = Failed
+			}
+		}
+		return out, true
+	}
 }

@@ -59,7 +59,7 @@ func TestWhich404FormsAreRecognised(t *testing.T) {
 		{"in-band word", classify.Input{Result: map[string]any{"error": "Not Found"}}, false},
 		{"in-band error_class", classify.Input{Result: map[string]any{"error": "customer 42 is unknown", "error_class": "not_found"}}, false},
 		{"Go error text is not parsed", classify.Input{Err: errors.New("HTTP 404")}, true},
-		{"in-band sentence is not a name", classify.Input{Result: map[string]any{"error": "customer not found"}}, true},
+		{"in-band sentence is an answer", classify.Input{Result: map[string]any{"error": "customer not found"}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,10 +22,10 @@ var phrases = map[classify.Class]string{
 	classify.ClassTLSConfig:         "secure connections to it are failing",
 	classify.ClassConnectionReset:   "connections to it are breaking",
 	classify.ClassTransport:         "connections to it are failing",
-	classify.ClassToolError:         "it has been reporting errors",
 	classify.ClassCanceled:          "the request was cancelled",
 	classify.ClassDeadline:          "the request ran out of time",
 	classify.ClassAuth:              "it is rejecting our credentials",
+	classify.ClassRefused:           "it declined the request",
 }
 
 // Phrase returns the plain-words description of a failure class used in reasons, for

@@ -90,3 +90,21 @@ func Excerpt(s string, max int) string {
 	}
 	return Clean(Mask(Clean(s, 0)), max)
 }
+
+// Answer returns at most max bytes of a dependency's answer for the model to read (a
+// refusal, a validation message): cleaned like [Clean], with the secret shapes [Mask]
+// knows masked, but not its long hex and base64 runs, which in an answer are more often
+// an order or a product identifier the model needs than a key. Prompt injections
+// pass: what the model may read is the caller's decision. max <= 0 means
+// DefaultExcerptLen; it is capped at MaxExcerptLen.
+func Answer(s string, max int) string {
+	if max <= 0 {
+		max = DefaultExcerptLen
+	}
+	max = min(max, MaxExcerptLen)
+	window := max + 256
+	if len(s) > window {
+		s = s[:window]
+	}
+	return Clean(mask(Clean(s, 0), false), max)
+}

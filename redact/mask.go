@@ -53,7 +53,10 @@ var cardRe = regexp.MustCompile(`\b\d(?:[ \-]?\d){12,18}\b`)
 // digit runs that pass the Luhn check (card numbers). It is best effort and keeps the
 // surrounding text: it is meant for excerpts an operator opted in to, never for text
 // shown to the model.
-func Mask(s string) string {
+func Mask(s string) string { return mask(s, true) }
+
+// mask applies the rules, and the long-run rule when longRuns is set.
+func mask(s string, longRuns bool) string {
 	lower := strings.ToLower(s)
 	for _, r := range maskRules {
 		if r.hints != nil && !containsAny(lower, r.hints) {
@@ -61,7 +64,9 @@ func Mask(s string) string {
 		}
 		s = r.re.ReplaceAllString(s, r.repl)
 	}
-	s = maskLongRuns(s)
+	if longRuns {
+		s = maskLongRuns(s)
+	}
 	return cardRe.ReplaceAllStringFunc(s, func(m string) string {
 		if luhn(m) {
 			return Masked
