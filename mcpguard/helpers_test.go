@@ -15,12 +15,13 @@ import (
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/mcptoolset"
-	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
+	"github.com/agentbreaker/agentbreaker/internal/mcptest"
 	"github.com/agentbreaker/agentbreaker/mcpguard"
 )
 
@@ -35,6 +36,87 @@ type rig struct {
 	h       *breakertest.Harness
 	events  *eventLog
 	prompts *promptLog
+
+	mu    sync.Mutex
+	queue []breakertest.Step // the model's next answers, before rigConfig.then
+}
+
+// withSteps makes steps the model's next answers.
+func (r *rig) withSteps(_ testing.TB, steps ...breakertest.Step) *rig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queue = append(r.queue, steps...)
+	return r
+}
+
+// alternate answers with steps in turn, forever.
+func alternate(steps ...breakertest.Step) func(breakertest.Request) breakertest.Step {
+	var mu sync.Mutex
+	i := 0
+	return func(breakertest.Request) breakertest.Step {
+		mu.Lock()
+		defer mu.Unlock()
+		s := steps[i%len(steps)]
+		i++
+		return s
+	}
+}
+
+// declared returns the names of the tools a request declared, in order.
+func declared(req breakertest.Request) []string {
+	var out []string
+	for _, d := range req.Declarations {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// requireNoGoroutines waits, with a deadline, until no goroutine but the test's own
+// is left.
+func requireNoGoroutines(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		leaked := leakcheck.Leaked()
+		if len(leaked) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutine(s) left:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+}
+
+// runUnguarded runs one turn of step through a plain mcptoolset and the plugin with
+// the tools listed in Dependency.Tools (the way documented before mcpguard).
+func runUnguarded(t testing.TB, endpoint string, step breakertest.Step) *breakertest.Turn {
+	t.Helper()
+	deps := dependencymap.MustNew(dependencymap.Config{
+		Dependencies: map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge_card", "get_order"}}},
+	})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, MutatingTools: []string{"charge_card"}})
+	// adk-go's tool set cannot be closed: keep its connections to close them.
+	tr := &closingTransport{inner: &mcp.StreamableClientTransport{Endpoint: endpoint}}
+	t.Cleanup(tr.close)
+	ts, err := mcptoolset.New(mcptoolset.Config{Transport: tr})
+	require.NoError(t, err)
+	m := breakertest.MustNewModel(breakertest.ModelConfig{Steps: []breakertest.Step{step, breakertest.Text("done")}})
+	a, err := llmagent.New(llmagent.Config{Name: "cashier", Model: m, Toolsets: []tool.Toolset{ts}})
+	require.NoError(t, err)
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: []*plugin.Plugin{cb.Plugin()}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sid, err := h.NewSession(ctx)
+	require.NoError(t, err)
+	turn, err := h.Run(ctx, sid, "pay")
+	require.NoError(t, err)
+	return turn
+}
+
+// commandTransport runs the test binary as a stdio MCP server in mode.
+func commandTransport(mode, callLog string) mcp.Transport {
+	return &mcp.CommandTransport{Command: mcptest.Command(mode, callLog)}
 }
 
 type rigConfig struct {
@@ -72,7 +154,21 @@ func newRig(t testing.TB, cfg rigConfig) *rig {
 	require.NoError(t, err)
 	r.ts = ts
 	t.Cleanup(func() { ts.Close() })
-	r.model = breakertest.MustNewModel(breakertest.ModelConfig{Steps: cfg.steps, Then: cfg.then})
+	r.queue = cfg.steps
+	r.model = breakertest.MustNewModel(breakertest.ModelConfig{Then: func(req breakertest.Request) breakertest.Step {
+		r.mu.Lock()
+		if len(r.queue) > 0 {
+			s := r.queue[0]
+			r.queue = r.queue[1:]
+			r.mu.Unlock()
+			return s
+		}
+		r.mu.Unlock()
+		if cfg.then != nil {
+			return cfg.then(req)
+		}
+		return breakertest.Text("done")
+	}})
 	a, err := llmagent.New(llmagent.Config{Name: "cashier", Model: r.model, Toolsets: []tool.Toolset{ts}})
 	require.NoError(t, err)
 	rec, err := plugin.New(plugin.Config{Name: "prompts", BeforeModelCallback: r.prompts.record})
@@ -169,4 +265,26 @@ func order() breakertest.Step {
 	return breakertest.Call("get_order", map[string]any{"order_id": "A1"})
 }
 
-var _ = genai.RoleUser
+type closingTransport struct {
+	inner mcp.Transport
+	mu    sync.Mutex
+	conns []mcp.Connection
+}
+
+func (c *closingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := c.inner.Connect(ctx)
+	if err == nil {
+		c.mu.Lock()
+		c.conns = append(c.conns, conn)
+		c.mu.Unlock()
+	}
+	return conn, err
+}
+
+func (c *closingTransport) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+}

@@ -23,7 +23,9 @@ type HTTP struct {
 	mu       sync.Mutex
 	srv      *httptest.Server // nil while down
 	finTool  string
+	finLeft  int            // closes left for finTool; negative: every request
 	requests map[string]int // tools/call POSTs received, by tool
+	all      int            // every request received
 }
 
 // NewHTTP starts s on a free local port; the test's cleanup stops it.
@@ -81,13 +83,21 @@ func (h *HTTP) Up(t testing.TB) {
 	h.start(ln)
 }
 
-// CloseAfterAccept makes the server read each tools/call of tool, count it, and close
-// the connection gracefully (FIN) without answering: the server accepted the request
-// and the client cannot know whether it was applied. "" turns it off.
-func (h *HTTP) CloseAfterAccept(tool string) {
+// CloseAfterAccept makes the server read the next n tools/call requests of tool (all
+// of them when n is negative), count them, apply a charge, and close the connection
+// gracefully (FIN) without answering: the server accepted the request and the client
+// cannot know whether it was applied.
+func (h *HTTP) CloseAfterAccept(tool string, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.finTool = tool
+	h.finTool, h.finLeft = tool, n
+}
+
+// AllRequests returns how many HTTP requests reached the server.
+func (h *HTTP) AllRequests() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.all
 }
 
 // Requests returns how many tools/call requests for tool reached the server.
@@ -98,6 +108,9 @@ func (h *HTTP) Requests(tool string) int {
 }
 
 func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	h.all++
+	h.mu.Unlock()
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -113,7 +126,10 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
 			h.mu.Lock()
 			h.requests[msg.Params.Name]++
-			fin := h.finTool == msg.Params.Name
+			fin := h.finTool == msg.Params.Name && h.finLeft != 0
+			if fin && h.finLeft > 0 {
+				h.finLeft--
+			}
 			h.mu.Unlock()
 			if fin {
 				if msg.Params.Name == Charge {

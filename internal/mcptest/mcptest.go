@@ -90,6 +90,17 @@ func NewServer() *Server {
 	return s
 }
 
+// AddRefund adds a third tool, refund, as a server whose tool list changes does.
+func (s *Server) AddRefund() {
+	type refundArgs struct {
+		ChargeID string `json:"charge_id" jsonschema:"the charge to refund"`
+	}
+	mcp.AddTool(s.MCP, &mcp.Tool{Name: "refund", Description: "Refunds a charge."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in refundArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil, nil
+		})
+}
+
 // Set scripts tool's answer for the calls from now on; OK() restores the normal one.
 func (s *Server) Set(tool string, a Answer) {
 	s.mu.Lock()
