@@ -198,7 +198,9 @@ func (c *Callbacks) answer(ctx agent.Context, in boundaryInput) map[string]any {
 		return boundedResult(in.result)
 	}
 	info := c.payloadInfo(ctx, in.cl.tool, in.cl.dep, in.args)
-	info.Class, info.RetryAfter = in.cls.Class, statedDelay(in.cl.breaker, in.cls.RetryAfter)
+	// The call may just have opened its breaker: then the wait is the cooldown's, not
+	// the zero of a failure that stated no delay.
+	info.Class, info.RetryAfter = in.cls.Class, max(statedDelay(in.cl.breaker, in.cls.RetryAfter), in.cl.breaker.RetryAfter())
 	p := payloads.Failed(info)
 	if policy == ErrorTextBounded {
 		text := inBandText(in.result)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/adk/v2/plugin/retryandreflect"
 	"google.golang.org/adk/v2/tool"
 
+	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
@@ -197,4 +199,26 @@ func TestBoundaryToolNamesAreRepaired(t *testing.T) {
 	require.Equal(t, "odd [31mname", outs[0].Tool)
 	require.Equal(t, "odd [31mname", outs[0].Dependency)
 	f.RequireClean(t)
+}
+
+// Found by the example's rewrite (issue 23): the failed payload of the call that opened
+// its breaker said retry_after_seconds 0, as for a failure that stated no delay, while
+// the breaker had just closed the dependency for its cooldown.
+func TestFailedPayloadOnTrippingCallStatesCooldown(t *testing.T) {
+	t.Parallel()
+	run := func(agent.Context, map[string]any) (map[string]any, error) {
+		return nil, classify.StatusError(503, 0, "")
+	}
+	f := callbackstest.New(t, callbackstest.Config{
+		Tools: []tool.Tool{callbackstest.FnTool(t, "lookup", run)}, Then: callbackstest.CallsThenText("lookup"),
+		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
+			Policy: breaker.Policy{MinimumCalls: 2, Cooldown: 30 * time.Second, Jitter: -1}}},
+	})
+	first := f.Run(t, "go").FunctionResponses()[0].Response
+	require.Equal(t, payloads.TypeFailed, first[payloads.KeyResponseType])
+	require.EqualValues(t, 0, first[payloads.KeyRetryAfterSeconds], "one failure, closed breaker, no stated delay")
+	second := f.Run(t, "go").FunctionResponses()[0].Response
+	require.Equal(t, payloads.TypeFailed, second[payloads.KeyResponseType])
+	require.EqualValues(t, 30, second[payloads.KeyRetryAfterSeconds], "this call opened the breaker for 30s")
+	require.Contains(t, second[payloads.KeyReason], "30 seconds")
 }
