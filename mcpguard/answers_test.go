@@ -168,4 +168,3 @@ func oneCallPerTurn(step breakertest.Step) func(breakertest.Request) breakertest
 		return step
 	}
 }
-
