@@ -173,6 +173,8 @@ func TestMutationSentOnceAfterGracefulClose(t *testing.T) {
 	require.Len(t, outcomes, 1)
 	require.Equal(t, classify.Unknown, outcomes[0].Outcome)
 	require.Equal(t, classify.Counts, outcomes[0].Verdict)
+	require.Equal(t, classify.ClassTransport, outcomes[0].Class, "the guard's refusal, classified by its own ToolError")
+	require.Len(t, r.events.of(callbacks.EventCallOutcome), 1)
 	got := responses(turn)["charge_card"][0]
 	require.True(t, payloads.Is(got), "%v", got)
 	require.Equal(t, "outcome_unknown", got["status"], "%v", got)

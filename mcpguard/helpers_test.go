@@ -127,6 +127,7 @@ type rigConfig struct {
 	timeout   time.Duration
 	policy    breaker.Policy
 	cb        func(*callbacks.Config)
+	guard     func(*mcpguard.Config)
 }
 
 // defaultPolicy trips after 4 calls with half of them failing and stays open for a
@@ -147,10 +148,14 @@ func newRig(t testing.TB, cfg rigConfig) *rig {
 		cfg.cb(&ccfg)
 	}
 	r.cb = callbacks.MustNew(ccfg)
-	ts, err := mcpguard.New(mcpguard.Config{
+	gcfg := mcpguard.Config{
 		Dependency: "payments", Callbacks: r.cb, Timeout: cfg.timeout,
 		Toolset: mcptoolset.Config{Transport: cfg.transport, Endpoint: cfg.endpoint},
-	})
+	}
+	if cfg.guard != nil {
+		cfg.guard(&gcfg)
+	}
+	ts, err := mcpguard.New(gcfg)
 	require.NoError(t, err)
 	r.ts = ts
 	t.Cleanup(func() { ts.Close() })
@@ -288,3 +293,24 @@ func (c *closingTransport) close() {
 		conn.Close()
 	}
 }
+
+// newRigWith is newRig with the guard's Toolset configuration given whole.
+func newRigWith(t testing.TB, g mcpguard.Config, steps []breakertest.Step) *rig {
+	return newRig(t, rigConfig{steps: steps, guard: func(c *mcpguard.Config) { c.Toolset = g.Toolset }})
+}
+
+// readonly is the little of a read-only invocation context that listing reads.
+func readonly(t testing.TB) agent.ReadonlyContext {
+	return roContext{Context: t.Context()}
+}
+
+type roContext struct {
+	agent.ReadonlyContext
+	context.Context
+}
+
+func (c roContext) Deadline() (time.Time, bool) { return c.Context.Deadline() }
+func (c roContext) Done() <-chan struct{}       { return c.Context.Done() }
+func (c roContext) Err() error                  { return c.Context.Err() }
+func (c roContext) Value(k any) any             { return c.Context.Value(k) }
+func (c roContext) InvocationID() string        { return "test-invocation" }

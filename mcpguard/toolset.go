@@ -128,6 +128,10 @@ func (g *Toolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 		return g.fallback(), nil
 	}
 	tools, err := g.listWithTimeout(ctx)
+	if err != nil && (errors.Is(err, ErrClosed) || g.transport.closed.Load()) {
+		permit.Ignore() // our own doing, not the server's
+		return g.fallback(), nil
+	}
 	if err != nil {
 		cls := classify.Error(ctx, err)
 		permit.Report(cls.BreakerReport())

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,6 +30,7 @@ func guardTransport(cfg mcptoolset.Config) (mcptoolset.Config, *trackTransport, 
 	if t == nil {
 		t = &mcp.StreamableClientTransport{Endpoint: cfg.Endpoint}
 	}
+	closed := &atomic.Bool{}
 	st, streamable := t.(*mcp.StreamableClientTransport)
 	if cfg.Auth != nil && !streamable {
 		return cfg, nil, fmt.Errorf("mcpguard: Config.Toolset.Auth requires a streamable HTTP transport; "+
@@ -47,13 +49,13 @@ func guardTransport(cfg mcptoolset.Config) (mcptoolset.Config, *trackTransport, 
 		if cfg.Auth != nil {
 			base = &auth.Transport{Provider: cfg.Auth, Base: base}
 		}
-		client.Transport = &onceRoundTripper{base: base}
+		client.Transport = &onceRoundTripper{base: base, closed: closed}
 		cp.HTTPClient = client
 		t = &cp
 	} else {
-		t = &onceTransport{inner: t}
+		t = &onceTransport{inner: t, closed: closed}
 	}
-	tr := &trackTransport{inner: t}
+	tr := &trackTransport{inner: t, closed: closed}
 	cfg.Transport, cfg.Endpoint, cfg.Auth = tr, "", nil
 	return cfg, tr, nil
 }
@@ -68,18 +70,18 @@ const maxTracked = 16
 // trackTransport keeps the connections it makes, unchanged, so that Close can end
 // them: adk-go's tool set has no Close of its own, and the runner never ends a
 // plugin's or a tool set's goroutines.
+// A streamable HTTP session of the newer protocol needs no connection, so closing
+// its connection does not stop it from posting: the guard's HTTP client refuses every
+// request once closed is set.
 type trackTransport struct {
 	inner  mcp.Transport
+	closed *atomic.Bool
 	mu     sync.Mutex
 	conns  []mcp.Connection
-	closed bool
 }
 
 func (t *trackTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	t.mu.Lock()
-	closed := t.closed
-	t.mu.Unlock()
-	if closed {
+	if t.closed.Load() {
 		return nil, ErrClosed
 	}
 	c, err := t.inner.Connect(ctx)
@@ -88,7 +90,7 @@ func (t *trackTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.closed.Load() {
 		c.Close()
 		return nil, ErrClosed
 	}
@@ -102,8 +104,9 @@ func (t *trackTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // close closes every connection and refuses new ones.
 func (t *trackTransport) close() error {
 	t.mu.Lock()
+	t.closed.Store(true)
 	conns := t.conns
-	t.conns, t.closed = nil, true
+	t.conns = nil
 	t.mu.Unlock()
 	var errs []error
 	for _, c := range conns {
@@ -113,20 +116,29 @@ func (t *trackTransport) close() error {
 }
 
 // onceTransport guards the connections of a transport other than streamable HTTP.
-type onceTransport struct{ inner mcp.Transport }
+type onceTransport struct {
+	inner  mcp.Transport
+	closed *atomic.Bool
+}
 
 func (t *onceTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &onceConn{Connection: c}, nil
+	return &onceConn{Connection: c, closed: t.closed}, nil
 }
 
-type onceConn struct{ mcp.Connection }
+type onceConn struct {
+	mcp.Connection
+	closed *atomic.Bool
+}
 
 // Write refuses the second tools/call write of a mutating call.
 func (c *onceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
 	once := onceOf(ctx)
 	if once == nil {
 		return c.Connection.Write(ctx, msg)
@@ -144,9 +156,18 @@ func (c *onceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // onceRoundTripper guards a streamable HTTP transport: each JSON-RPC message is one
 // POST made with the writing call's context.
-type onceRoundTripper struct{ base http.RoundTripper }
+type onceRoundTripper struct {
+	base   http.RoundTripper
+	closed *atomic.Bool
+}
 
 func (rt *onceRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if rt.closed.Load() {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, ErrClosed
+	}
 	once := onceOf(req.Context())
 	if once == nil || req.Method != http.MethodPost {
 		return rt.base.RoundTrip(req)

@@ -22,10 +22,12 @@ type HTTP struct {
 
 	mu       sync.Mutex
 	srv      *httptest.Server // nil while down
+	hangList bool
 	finTool  string
 	finLeft  int            // closes left for finTool; negative: every request
 	requests map[string]int // tools/call POSTs received, by tool
 	all      int            // every request received
+	auth     string         // the Authorization header of the last request
 }
 
 // NewHTTP starts s on a free local port; the test's cleanup stops it.
@@ -93,6 +95,21 @@ func (h *HTTP) CloseAfterAccept(tool string, n int) {
 	h.finTool, h.finLeft = tool, n
 }
 
+// HangList makes tools/list requests hang until the client gives up (or the test
+// ends); false answers them again.
+func (h *HTTP) HangList(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hangList = on
+}
+
+// Authorization returns the Authorization header of the last request.
+func (h *HTTP) Authorization() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.auth
+}
+
 // AllRequests returns how many HTTP requests reached the server.
 func (h *HTTP) AllRequests() int {
 	h.mu.Lock()
@@ -110,6 +127,7 @@ func (h *HTTP) Requests(tool string) int {
 func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.all++
+	h.auth = r.Header.Get("Authorization")
 	h.mu.Unlock()
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(r.Body)
@@ -123,7 +141,21 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 				Name string `json:"name"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+		ok := json.Unmarshal(body, &msg) == nil
+		h.mu.Lock()
+		hang := h.hangList && ok && msg.Method == "tools/list"
+		h.mu.Unlock()
+		if hang {
+			h.Server.mu.Lock()
+			release := h.Server.release
+			h.Server.mu.Unlock()
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		if ok && msg.Method == "tools/call" {
 			h.mu.Lock()
 			h.requests[msg.Params.Name]++
 			fin := h.finTool == msg.Params.Name && h.finLeft != 0
