@@ -32,11 +32,15 @@ type Config struct {
 	// settings. New wraps its transport; pass the transport itself, not a tool set
 	// built from it. Transport or Endpoint is required.
 	Toolset mcptoolset.Config
-	// Timeout bounds each tool call; a call past it fails as a timeout (UNKNOWN,
-	// counted). Defaults to DefaultTimeout (30s); at most 1h.
+	// Timeout bounds each tool call (package tooltimeout); a call past it fails as a
+	// timeout (UNKNOWN, counted) and leaves no goroutine behind once the server lets
+	// go. Negative means no timeout: a hanging server then holds the turn until the
+	// run's own deadline, but the call costs no allocation here. Defaults to
+	// DefaultTimeout (30s); at most 1h.
 	Timeout time.Duration
 	// ListTimeout bounds each listing of the server's tools; a listing past it counts
-	// as a failed listing. Defaults to DefaultListTimeout (10s); at most 1h.
+	// as a failed listing. Negative means no timeout. Defaults to DefaultListTimeout
+	// (10s); at most 1h.
 	ListTimeout time.Duration
 	// Logger receives a record for each failed or skipped listing and each refused
 	// second send, with the dependency key, the tool and the failure's class (never
@@ -59,11 +63,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.ListTimeout == 0 {
 		cfg.ListTimeout = DefaultListTimeout
 	}
-	if cfg.Timeout < 0 || cfg.Timeout > maxTimeout {
-		return cfg, fmt.Errorf("mcpguard: Config.Timeout = %s: must be between 0 (the default, %s) and 1h", cfg.Timeout, DefaultTimeout)
+	if cfg.Timeout > maxTimeout {
+		return cfg, fmt.Errorf("mcpguard: Config.Timeout = %s: must be at most 1h (0 for the default, %s; negative for none)", cfg.Timeout, DefaultTimeout)
 	}
-	if cfg.ListTimeout < 0 || cfg.ListTimeout > maxTimeout {
-		return cfg, fmt.Errorf("mcpguard: Config.ListTimeout = %s: must be between 0 (the default, %s) and 1h", cfg.ListTimeout, DefaultListTimeout)
+	if cfg.ListTimeout > maxTimeout {
+		return cfg, fmt.Errorf("mcpguard: Config.ListTimeout = %s: must be at most 1h (0 for the default, %s; negative for none)", cfg.ListTimeout, DefaultListTimeout)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -150,6 +149,9 @@ func (g *Toolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 
 // listWithTimeout lists the inner tool set's tools under ListTimeout.
 func (g *Toolset) listWithTimeout(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
+	if g.listTimeout < 0 {
+		return g.inner.Tools(ctx)
+	}
 	tctx, cancel := context.WithTimeout(ctx, g.listTimeout)
 	defer cancel()
 	tools, err := g.inner.Tools(&listContext{ReadonlyContext: ctx, ctx: tctx})
@@ -168,18 +170,17 @@ func (g *Toolset) fallback() []tool.Tool {
 	return g.notice.tools
 }
 
-// adopt turns a listing into the tools offered: the same guarded tools as last time
-// for tools declared the same, new ones (bound to the dependency) for the rest. A
-// listing equal to the last one returns the last slice and allocates nothing here.
+// adopt turns a listing into the tools offered: one guarded tool per name for the
+// tool set's life, handed the listing's tool of its name. A listing with the same
+// names in the same order as the last one returns the last slice and allocates
+// nothing here; a new name is bound to the dependency first.
 func (g *Toolset) adopt(ctx context.Context, tools []tool.Tool) []tool.Tool {
-	last := g.list.Load()
-	if last != nil && last.same(tools) {
+	if last := g.list.Load(); last != nil && last.update(tools) {
 		return last.tools
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	last = g.list.Load()
-	next := &listing{tools: make([]tool.Tool, 0, len(tools)), byName: make(map[string]*guardedTool, len(tools))}
+	last := g.list.Load()
 	var names []string
 	for _, t := range tools {
 		if last == nil || last.byName[t.Name()] == nil {
@@ -199,20 +200,27 @@ func (g *Toolset) adopt(ctx context.Context, tools []tool.Tool) []tool.Tool {
 		g.log.LogAttrs(ctx, slog.LevelError, "mcpguard: tools left out: their names are bound elsewhere in the dependency map",
 			slog.String("dependency", g.dep), slog.String("error", err.Error()))
 	}
+	next := &listing{tools: make([]tool.Tool, 0, len(tools)), byName: make(map[string]*guardedTool, len(tools))}
 	for _, t := range tools {
 		name := t.Name()
 		if refused[name] || next.byName[name] != nil {
 			continue
 		}
+		ft, ok := t.(toolwrap.Inner)
+		if !ok {
+			g.log.LogAttrs(ctx, slog.LevelError, "mcpguard: tool left out: it has no Declaration and Run methods",
+				slog.String("dependency", g.dep), slog.String("tool", name))
+			continue
+		}
 		var gt *guardedTool
 		if last != nil {
-			if old := last.byName[name]; old != nil && sameDeclaration(old.src, declarationOf(t)) {
-				gt = old
+			if gt = last.byName[name]; gt != nil && !gt.cur.set(ft) {
+				gt = nil // another kind of tool under the same name: wrap it afresh
 			}
 		}
 		if gt == nil {
 			var err error
-			if gt, err = g.wrap(t); err != nil {
+			if gt, err = newGuardedTool(ft, g.timeout, g.cb.Mutating(name)); err != nil {
 				g.log.LogAttrs(ctx, slog.LevelError, "mcpguard: tool left out: it cannot be wrapped",
 					slog.String("dependency", g.dep), slog.String("tool", name), slog.String("error", err.Error()))
 				continue
@@ -225,51 +233,23 @@ func (g *Toolset) adopt(ctx context.Context, tools []tool.Tool) []tool.Tool {
 	return next.tools
 }
 
-func (g *Toolset) wrap(t tool.Tool) (*guardedTool, error) {
-	ft, ok := t.(toolwrap.Inner)
-	if !ok {
-		return nil, fmt.Errorf("tool %q (%T) has no Declaration and Run methods", t.Name(), t)
-	}
-	tt, err := tooltimeout.Wrap(ft, tooltimeout.Config{Timeout: g.timeout})
-	if err != nil {
-		return nil, err
-	}
-	return &guardedTool{inner: tt, src: ft.Declaration(), timeout: g.timeout, mutating: g.cb.Mutating(t.Name())}, nil
-}
-
-// same reports whether tools declare exactly what l offers, in the same order.
-func (l *listing) same(tools []tool.Tool) bool {
+// update hands l's guarded tools the tools of a new listing and reports true when the
+// listing has exactly l's names, in l's order; otherwise it changes nothing.
+func (l *listing) update(tools []tool.Tool) bool {
 	if len(tools) != len(l.tools) {
 		return false
 	}
 	for i, t := range tools {
-		gt := l.tools[i].(*guardedTool)
-		if gt.src.Name != t.Name() || !sameDeclaration(gt.src, declarationOf(t)) {
+		if _, ok := t.(toolwrap.Inner); !ok || l.tools[i].Name() != t.Name() {
 			return false
 		}
 	}
+	for i, t := range tools {
+		if !l.tools[i].(*guardedTool).cur.set(t.(toolwrap.Inner)) {
+			return false // the caller rebuilds, which wraps the odd tool afresh
+		}
+	}
 	return true
-}
-
-func declarationOf(t tool.Tool) *genai.FunctionDeclaration {
-	if d, ok := t.(interface {
-		Declaration() *genai.FunctionDeclaration
-	}); ok {
-		return d.Declaration()
-	}
-	return nil
-}
-
-// sameDeclaration reports whether two listings of a tool declare the same thing. Each
-// listing decodes fresh schemas, so they are compared by value.
-func sameDeclaration(a, b *genai.FunctionDeclaration) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Name == b.Name && a.Description == b.Description && a.Behavior == b.Behavior &&
-		reflect.DeepEqual(a.ParametersJsonSchema, b.ParametersJsonSchema) &&
-		reflect.DeepEqual(a.ResponseJsonSchema, b.ResponseJsonSchema) &&
-		reflect.DeepEqual(a.Parameters, b.Parameters) && reflect.DeepEqual(a.Response, b.Response)
 }
 
 // listContext is the listing's read-only context with the listing's deadline.
