@@ -91,6 +91,8 @@ func TestStructuredContentFailureCounts(t *testing.T) {
 	}
 	for _, e := range r.events.of(callbacks.EventCallOutcome) {
 		require.Equal(t, classify.Counts, e.Verdict, "%+v", e)
+		require.Equal(t, classify.Failed, e.Outcome, "the server answered")
+		require.Equal(t, classify.Class("http_5xx"), e.Class)
 	}
 	require.Equal(t, breaker.Open, r.state())
 }

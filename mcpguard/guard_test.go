@@ -180,6 +180,22 @@ func TestMutationSentOnceAfterGracefulClose(t *testing.T) {
 	require.Equal(t, "outcome_unknown", got["status"], "%v", got)
 }
 
+// A reset (RST) after the server accepted a mutation: adk-go does not refresh on it;
+// one request, UNKNOWN.
+func TestMutationResetAfterAccept(t *testing.T) {
+	srv := mcptest.NewServer()
+	h := mcptest.NewHTTP(t, srv)
+	r := newRig(t, rigConfig{endpoint: h.URL(), steps: []breakertest.Step{charge(), breakertest.Text("done")}})
+	h.ResetAfterAccept(mcptest.Charge, -1)
+	turn := r.turn()
+	require.Equal(t, 1, h.Requests(mcptest.Charge))
+	outcomes := r.events.of(callbacks.EventCallOutcome)
+	require.Len(t, outcomes, 1)
+	require.Equal(t, classify.Unknown, outcomes[0].Outcome)
+	require.Equal(t, classify.Counts, outcomes[0].Verdict)
+	require.Equal(t, "outcome_unknown", responses(turn)["charge_card"][0]["status"])
+}
+
 // Without the guard (a plain mcptoolset), the same fault charges twice: the test
 // above is not passing by accident.
 func TestUnguardedToolsetChargesTwice(t *testing.T) {

@@ -25,6 +25,7 @@ type HTTP struct {
 	hangList bool
 	finTool  string
 	finLeft  int            // closes left for finTool; negative: every request
+	finReset bool           // reset (RST) instead of closing gracefully
 	requests map[string]int // tools/call POSTs received, by tool
 	all      int            // every request received
 	auth     string         // the Authorization header of the last request
@@ -92,7 +93,14 @@ func (h *HTTP) Up(t testing.TB) {
 func (h *HTTP) CloseAfterAccept(tool string, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.finTool, h.finLeft = tool, n
+	h.finTool, h.finLeft, h.finReset = tool, n, false
+}
+
+// ResetAfterAccept is CloseAfterAccept with a reset (RST) instead of a graceful close.
+func (h *HTTP) ResetAfterAccept(tool string, n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.finTool, h.finLeft, h.finReset = tool, n, true
 }
 
 // HangList makes tools/list requests hang until the client gives up (or the test
@@ -159,6 +167,7 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 			h.mu.Lock()
 			h.requests[msg.Params.Name]++
 			fin := h.finTool == msg.Params.Name && h.finLeft != 0
+			reset := h.finReset
 			if fin && h.finLeft > 0 {
 				h.finLeft--
 			}
@@ -168,6 +177,9 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 					h.Server.charges.Add(1) // accepted and applied
 				}
 				if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					if tc, ok := conn.(*net.TCPConn); ok && reset {
+						tc.SetLinger(0) // close sends RST
+					}
 					conn.Close()
 				}
 				return
