@@ -174,7 +174,9 @@ func newRig(t testing.TB, cfg rigConfig) *rig {
 		}
 		return breakertest.Text("done")
 	}})
-	a, err := llmagent.New(llmagent.Config{Name: "cashier", Model: r.model, Toolsets: []tool.Toolset{ts}})
+	// Mode set: adk-go sets a root agent's empty Mode on its first run, racing with
+	// concurrent runs.
+	a, err := llmagent.New(llmagent.Config{Name: "cashier", Model: r.model, Toolsets: []tool.Toolset{ts}, Mode: llmagent.ModeChat})
 	require.NoError(t, err)
 	rec, err := plugin.New(plugin.Config{Name: "prompts", BeforeModelCallback: r.prompts.record})
 	require.NoError(t, err)
