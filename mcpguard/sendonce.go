@@ -70,7 +70,7 @@ func (c *onceContext) claim() error {
 // nothing (the dial failed, the server answered that it does not know the session)
 // gives the claim back, so the refresher may send the call on a new connection.
 func (c *onceContext) settle(err error, notSent bool) {
-	if notSent || err != nil && classify.Error(nil, err).Outcome == classify.FailedBeforeSend {
+	if notSent || err != nil && classify.Classify(classify.Input{Err: err}).Outcome == classify.FailedBeforeSend {
 		c.sent.Store(false)
 	}
 }

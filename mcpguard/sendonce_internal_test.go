@@ -59,8 +59,8 @@ func TestRoundTripperSendsACallOnce(t *testing.T) {
 		require.NoError(t, err, "the refresher's ping is not the call")
 		_, err = post(ctx, rt, srv.URL, callBody)
 		require.ErrorIs(t, err, ErrNotResent)
-		require.Equal(t, classify.Unknown, classify.Error(nil, err).Outcome)
-		require.Equal(t, classify.Counts, classify.Error(nil, err).Verdict)
+		require.Equal(t, classify.Unknown, classify.Classify(classify.Input{Err: err}).Outcome)
+		require.Equal(t, classify.Counts, classify.Classify(classify.Input{Err: err}).Verdict)
 		require.EqualValues(t, 2, hits.Load())
 	})
 	t.Run("404 unknown session gives the claim back", func(t *testing.T) {
