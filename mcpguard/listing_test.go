@@ -12,6 +12,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/internal/mcptest"
 	"github.com/agentbreaker/agentbreaker/internal/syncbuf"
@@ -106,4 +107,25 @@ func TestAuthReachesTheServer(t *testing.T) {
 	r.turn()
 	require.Equal(t, "Bearer s3cr3t", h.Authorization())
 	require.Equal(t, 1, srv.Charges())
+}
+
+// A call after Close is refused locally: nothing is sent and nothing counts.
+func TestCallAfterCloseIsNotSentAndDoesNotCount(t *testing.T) {
+	srv := mcptest.NewServer()
+	h := mcptest.NewHTTP(t, srv)
+	r := newRig(t, rigConfig{endpoint: h.URL(), then: oneCallPerTurn(order())})
+	r.turn()
+	require.NoError(t, r.ts.Close())
+	n := h.AllRequests()
+	for range 5 {
+		r.turn()
+	}
+	require.Equal(t, n, h.AllRequests())
+	out := r.events.of(callbacks.EventCallOutcome)
+	require.Len(t, out, 6)
+	for _, e := range out[1:] {
+		require.Equal(t, classify.FailedBeforeSend, e.Outcome)
+		require.Equal(t, classify.Neutral, e.Verdict)
+	}
+	require.Equal(t, breaker.Closed, r.state())
 }

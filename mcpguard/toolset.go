@@ -93,8 +93,9 @@ func (g *Toolset) Name() string { return g.inner.Name() }
 
 // Close ends the tool set's connections to the server (and, for a stdio server, the
 // server process), so that no goroutine of the MCP session outlives the agent; adk-go
-// has no hook that would do it. Calls and listings after Close fail with ErrClosed
-// (listings fall back as for any failed listing).
+// has no hook that would do it. After Close nothing more is sent: a call fails with
+// ErrClosed (FAILED_BEFORE_SEND, not counted), and a listing offers the last list
+// without counting.
 func (g *Toolset) Close() error { return g.transport.close() }
 
 // Dependency returns the dependency key of the tool set's tools.
@@ -122,7 +123,7 @@ func (g *Toolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 	permit, err := g.breaker.Allow()
 	if err != nil {
 		g.listSkipped.Add(1)
-		g.log.LogAttrs(ctx, slog.LevelInfo, "mcpguard: breaker open; tools not listed, last list offered",
+		g.log.LogAttrs(ctx, slog.LevelInfo, "mcpguard: breaker open; tools not listed, the last list offered",
 			slog.String("dependency", g.dep), slog.String("breaker_state", g.breaker.State().String()))
 		return g.fallback(), nil
 	}

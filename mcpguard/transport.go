@@ -15,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/adk/v2/auth"
 	"google.golang.org/adk/v2/tool/mcptoolset"
+
+	"github.com/agentbreaker/agentbreaker/classify"
 )
 
 const methodCallTool = "tools/call"
@@ -60,8 +62,15 @@ func guardTransport(cfg mcptoolset.Config) (mcptoolset.Config, *trackTransport, 
 	return cfg, tr, nil
 }
 
-// ErrClosed is returned for a connection asked of a Toolset after Close.
-var ErrClosed = errors.New("mcpguard: tool set closed")
+// ErrClosed is returned for every request a Toolset's transport is asked to send
+// after Close. It is a local refusal (classify.LocalRejection): the server never saw
+// the call, so it does not count against the dependency.
+var ErrClosed error = closedError{}
+
+type closedError struct{}
+
+func (closedError) Error() string           { return "mcpguard: tool set closed" }
+func (closedError) RejectedLocally() string { return string(classify.ClassCanceled) }
 
 // maxTracked bounds the connections kept for Close: adk-go replaces a session only
 // after a failure and closes the one it replaces, so old entries are closed already.
