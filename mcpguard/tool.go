@@ -25,10 +25,11 @@ type guardedTool struct {
 	run      toolwrap.Inner // cur, or the tooltimeout wrapper around it
 	timeout  time.Duration
 	mutating bool
+	closed   *atomic.Bool // the tool set's: set by Close
 }
 
-func newGuardedTool(t toolwrap.Inner, timeout time.Duration, mutating bool) (*guardedTool, error) {
-	g := &guardedTool{name: t.Name(), timeout: max(timeout, 0), mutating: mutating}
+func newGuardedTool(t toolwrap.Inner, timeout time.Duration, mutating bool, closed *atomic.Bool) (*guardedTool, error) {
+	g := &guardedTool{name: t.Name(), timeout: max(timeout, 0), mutating: mutating, closed: closed}
 	g.cur.set(t)
 	g.run = &g.cur
 	if timeout > 0 {
@@ -60,6 +61,11 @@ func (t *guardedTool) ProcessRequest(ctx agent.Context, req *model.LLMRequest) e
 // its send-once state down to the transport (one allocation); a read-only call runs
 // under the tool context as it is and costs nothing here.
 func (t *guardedTool) Run(ctx agent.Context, args any) (map[string]any, error) {
+	if t.closed.Load() {
+		// Refused before anything could be sent, whatever the session would report
+		// for its closed connection.
+		return nil, ErrClosed
+	}
 	if !t.mutating {
 		return t.run.Run(ctx, args)
 	}

@@ -221,7 +221,7 @@ func (g *Toolset) adopt(ctx context.Context, tools []tool.Tool) []tool.Tool {
 		}
 		if gt == nil {
 			var err error
-			if gt, err = newGuardedTool(ft, g.timeout, g.cb.Mutating(name)); err != nil {
+			if gt, err = newGuardedTool(ft, g.timeout, g.cb.Mutating(name), g.transport.closed); err != nil {
 				g.log.LogAttrs(ctx, slog.LevelError, "mcpguard: tool left out: it cannot be wrapped",
 					slog.String("dependency", g.dep), slog.String("tool", name), slog.String("error", err.Error()))
 				continue
