@@ -1,9 +1,12 @@
 package mcpguard_test
 
 import (
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
@@ -228,4 +231,15 @@ func TestStdioServer(t *testing.T) {
 	require.Equal(t, 1, mcptest.LoggedCalls(log))
 	require.Equal(t, map[string]any{"charged": true}, responses(turn)["charge_card"][0]["output"])
 	require.Equal(t, []string{"charge_card", "get_order"}, r.deps.Tools("payments"))
+}
+
+// A stdio server whose command cannot start is a server down at the first turn: the
+// turn goes on and the model is told the tools are unavailable.
+func TestStdioServerThatCannotStart(t *testing.T) {
+	cmd := exec.Command(filepath.Join(t.TempDir(), "no-such-server"))
+	r := newRig(t, rigConfig{transport: &mcp.CommandTransport{Command: cmd}, steps: []breakertest.Step{breakertest.Text("sorry")}})
+	turn := r.turn()
+	require.Equal(t, "sorry", turn.FinalText())
+	require.Contains(t, r.prompts.last(), `The tools of "payments" are unavailable right now`)
+	require.Equal(t, int64(1), r.ts.Stats().ListFailures)
 }
