@@ -78,6 +78,8 @@ func TestServerDownBeforeTurn(t *testing.T) {
 	r := newRig(t, rigConfig{endpoint: h.URL(), then: alternate(order(), breakertest.Text("done"))})
 	r.turn()
 	require.Equal(t, 1, srv.Calls(mcptest.Order))
+	require.Equal(t, 2, r.model.Calls())
+	require.Equal(t, int64(1), r.ts.Stats().Lists, "adk-go lists a tool set once per agent run, not per model call")
 	h.Down()
 	for range 2 {
 		turn := r.turn()

@@ -87,6 +87,7 @@ func TestRelistingKeepsToolsAndCloseStops(t *testing.T) {
 	for i := range first {
 		require.Same(t, first[i], second[i])
 	}
+	require.Equal(t, int64(2), ts.Stats().Lists)
 	require.NoError(t, ts.Close())
 	n := h.AllRequests()
 	third, err := ts.Tools(readonly(t))
