@@ -1,6 +1,7 @@
 package mcpguard_test
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -8,12 +9,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/tool/mcptoolset"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/internal/mcptest"
+	"github.com/agentbreaker/agentbreaker/mcpguard"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
@@ -244,4 +247,49 @@ func TestStdioServerThatCannotStart(t *testing.T) {
 	require.Equal(t, "sorry", turn.FinalText())
 	require.Contains(t, r.prompts.last(), `The tools of "payments" are unavailable right now`)
 	require.Equal(t, int64(1), r.ts.Stats().ListFailures)
+}
+
+// A server may answer a mutation with "input required" (here: confirm the charge),
+// and the SDK sends the call again with the input (SEP-2322). That second send
+// follows an answer, so the guard lets it through: one charge, over streamable HTTP
+// and over an in-process connection.
+func TestMutationAskingForInputIsSentAgainAfterTheAnswer(t *testing.T) {
+	confirming := func() *mcp.Client {
+		return mcp.NewClient(&mcp.Implementation{Name: "cashier", Version: "v1"}, &mcp.ClientOptions{
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+			},
+		})
+	}
+	check := func(t *testing.T, r *rig, srv *mcptest.Server) {
+		turn := r.turn()
+		require.Equal(t, 2, srv.Calls(mcptest.Charge), "asked, then sent again with the answer")
+		require.Equal(t, 1, srv.Charges())
+		out := r.events.of(callbacks.EventCallOutcome)
+		require.Len(t, out, 1)
+		require.Equal(t, classify.Succeeded, out[0].Outcome)
+		require.Equal(t, true, responses(turn)["charge_card"][0]["output"].(map[string]any)["charged"])
+	}
+	t.Run("streamable_http", func(t *testing.T) {
+		srv := mcptest.NewServer()
+		srv.ConfirmCharges()
+		h := mcptest.NewHTTP(t, srv)
+		r := newRig(t, rigConfig{steps: []breakertest.Step{charge(), breakertest.Text("done")}, guard: func(c *mcpguard.Config) {
+			c.Toolset = mcptoolset.Config{Endpoint: h.URL(), Client: confirming()}
+		}})
+		check(t, r, srv)
+		require.Equal(t, 2, h.Requests(mcptest.Charge))
+	})
+	t.Run("in_memory", func(t *testing.T) {
+		srv := mcptest.NewServer()
+		srv.ConfirmCharges()
+		clientT, serverT := mcp.NewInMemoryTransports()
+		ss, err := srv.MCP.Connect(context.Background(), serverT, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { ss.Wait() }) // after the tool set's Close (cleanups run last first)
+		r := newRig(t, rigConfig{steps: []breakertest.Step{charge(), breakertest.Text("done")}, guard: func(c *mcpguard.Config) {
+			c.Toolset = mcptoolset.Config{Transport: clientT, Client: confirming()}
+		}})
+		check(t, r, srv)
+	})
 }

@@ -37,11 +37,23 @@ type onceKey struct{}
 // state the transport consults: adk-go hands a tool's context down to the MCP
 // session, which passes it (or a context derived from it) to every write the call
 // makes, the refresher's second send included.
+//
+// A call may legitimately be written more than once: under the MCP protocol of
+// 2026-07-28 a server can answer a tools/call with "input required" (or "busy"), and
+// the SDK sends the call again with the input (SEP-2322). Those sends follow an
+// answer. What must not happen is a second send while the first one is unanswered:
+// that is the refresher re-sending after the connection closed under the call.
 type onceContext struct {
 	agent.Context
-	tool string
-	sent atomic.Bool // a tools/call write of this call was attempted
+	tool  string
+	state atomic.Int32 // unsent, inFlight or answered
 }
+
+const (
+	unsent   int32 = iota // no write, or none that can have reached the server
+	inFlight              // written; no answer seen yet
+	answered              // the server answered the last write
+)
 
 func (c *onceContext) Value(key any) any {
 	if key == (onceKey{}) {
@@ -58,9 +70,10 @@ func onceOf(ctx context.Context) *onceContext {
 }
 
 // claim is called before a tools/call write of the call; it returns the error to
-// return instead of writing, or nil.
+// return instead of writing, or nil. A write is refused while an earlier one is in
+// flight, unanswered.
 func (c *onceContext) claim() error {
-	if c.sent.CompareAndSwap(false, true) {
+	if c.state.CompareAndSwap(unsent, inFlight) || c.state.CompareAndSwap(answered, inFlight) {
 		return nil
 	}
 	return resendError(c.tool)
@@ -71,6 +84,9 @@ func (c *onceContext) claim() error {
 // gives the claim back, so the refresher may send the call on a new connection.
 func (c *onceContext) settle(err error, notSent bool) {
 	if notSent || err != nil && classify.Classify(classify.Input{Err: err}).Outcome == classify.FailedBeforeSend {
-		c.sent.Store(false)
+		c.state.Store(unsent)
 	}
 }
+
+// answer records that the server answered the write in flight.
+func (c *onceContext) answer() { c.state.CompareAndSwap(inFlight, answered) }

@@ -141,9 +141,16 @@ func (t *onceTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 type onceConn struct {
 	mcp.Connection
 	closed *atomic.Bool
+
+	// The writes of mutating calls waiting for their answer, by request ID; n lets
+	// Read skip the lock when there are none (read-only traffic).
+	n       atomic.Int32
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]*onceContext
 }
 
-// Write refuses the second tools/call write of a mutating call.
+// Write refuses a tools/call write of a mutating call while an earlier write of the
+// same call is unanswered.
 func (c *onceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if c.closed.Load() {
 		return ErrClosed
@@ -152,15 +159,53 @@ func (c *onceConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if once == nil {
 		return c.Connection.Write(ctx, msg)
 	}
-	if req, ok := msg.(*jsonrpc.Request); !ok || req.Method != methodCallTool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != methodCallTool {
 		return c.Connection.Write(ctx, msg) // the refresher's ping, a new session's initialize
 	}
 	if err := once.claim(); err != nil {
 		return err
 	}
+	c.track(req.ID, once) // before the write: the answer may come at once
 	err := c.Connection.Write(ctx, msg)
+	if err != nil {
+		c.answered(req.ID, false)
+	}
 	once.settle(err, false)
 	return err
+}
+
+// Read notes the answers to tracked writes.
+func (c *onceConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil && c.n.Load() > 0 {
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			c.answered(resp.ID, true)
+		}
+	}
+	return msg, err
+}
+
+func (c *onceConn) track(id jsonrpc.ID, once *onceContext) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		c.pending = map[jsonrpc.ID]*onceContext{}
+	}
+	c.pending[id] = once
+	c.n.Store(int32(len(c.pending)))
+}
+
+// answered forgets the write id and, when the server answered it, says so to its call.
+func (c *onceConn) answered(id jsonrpc.ID, answer bool) {
+	c.mu.Lock()
+	once := c.pending[id]
+	delete(c.pending, id)
+	c.n.Store(int32(len(c.pending)))
+	c.mu.Unlock()
+	if once != nil && answer {
+		once.answer()
+	}
 }
 
 // onceRoundTripper guards a streamable HTTP transport: each JSON-RPC message is one
@@ -181,11 +226,11 @@ func (rt *onceRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 	if once == nil || req.Method != http.MethodPost {
 		return rt.base.RoundTrip(req)
 	}
-	req, call, err := isCallTool(req)
-	if err != nil || !call {
-		if err != nil {
-			return nil, err
-		}
+	req, id, call, err := isCallTool(req)
+	if err != nil {
+		return nil, err
+	}
+	if !call {
 		return rt.base.RoundTrip(req)
 	}
 	if err := once.claim(); err != nil {
@@ -198,13 +243,18 @@ func (rt *onceRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 	// 404 is the server saying it does not know the session: it did not run the call,
 	// and the refresher will send it again on a new session.
 	once.settle(err, err == nil && resp.StatusCode == http.StatusNotFound)
+	if err == nil && resp.StatusCode < 300 {
+		if w := watchAnswer(resp, once, id); w != nil {
+			resp.Body = w
+		}
+	}
 	return resp, err
 }
 
-// isCallTool reports whether req posts a tools/call request, and returns the request
-// to send: req itself when its body can be read again through GetBody (the SDK's
-// requests can), else a copy holding the body read here.
-func isCallTool(req *http.Request) (*http.Request, bool, error) {
+// isCallTool reports whether req posts a tools/call request and returns its ID and
+// the request to send: req itself when its body can be read again through GetBody
+// (the SDK's requests can), else a copy holding the body read here.
+func isCallTool(req *http.Request) (*http.Request, jsonrpc.ID, bool, error) {
 	var data []byte
 	var err error
 	if req.GetBody != nil {
@@ -220,16 +270,16 @@ func isCallTool(req *http.Request) (*http.Request, bool, error) {
 		cp.Body = io.NopCloser(bytes.NewReader(data))
 		req = cp
 	}
-	if err != nil {
-		return req, false, err
-	}
-	if !bytes.Contains(data, []byte(methodCallTool)) {
-		return req, false, nil
+	if err != nil || !bytes.Contains(data, []byte(methodCallTool)) {
+		return req, jsonrpc.ID{}, false, err
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err != nil {
-		return req, false, nil // not JSON-RPC: not a call the guard knows
+		return req, jsonrpc.ID{}, false, nil // not JSON-RPC: not a call the guard knows
 	}
 	r, ok := msg.(*jsonrpc.Request)
-	return req, ok && r.Method == methodCallTool, nil
+	if !ok || r.Method != methodCallTool {
+		return req, jsonrpc.ID{}, false, nil
+	}
+	return req, r.ID, true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -45,6 +46,7 @@ type Server struct {
 	answers map[string]Answer
 	calls   map[string]int // tool calls the handlers ran, by tool
 	charges atomic.Int64
+	confirm atomic.Bool   // charge_card asks the client to confirm first
 	release chan struct{} // closed to end every hanging call
 	closed  bool
 }
@@ -66,6 +68,15 @@ func NewServer() *Server {
 	}
 	mcp.AddTool(s.MCP, &mcp.Tool{Name: Charge, Description: "Charges a card."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in chargeArgs) (*mcp.CallToolResult, any, error) {
+			if s.confirm.Load() && len(req.Params.InputResponses) == 0 {
+				s.mu.Lock()
+				s.calls[Charge]++
+				s.mu.Unlock()
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
+					Message:         fmt.Sprintf("Charge %.2f EUR to card %s?", in.Amount, in.Card),
+					RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"ok": {Type: "boolean"}}},
+				}}}, nil, nil
+			}
 			res, err := s.run(ctx, Charge, map[string]any{"card": in.Card, "amount": in.Amount})
 			if res == nil && err == nil {
 				n := s.charges.Add(1)
@@ -94,6 +105,11 @@ func (s *Server) AddRefund() {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil, nil
 		})
 }
+
+// ConfirmCharges makes charge_card ask the client to confirm each charge before it
+// applies it: its first answer is "input required" (an elicitation, SEP-2322), and the
+// SDK's client sends the call again with the answer.
+func (s *Server) ConfirmCharges() { s.confirm.Store(true) }
 
 // Set scripts tool's answer for the calls from now on; OK() restores the normal one.
 func (s *Server) Set(tool string, a Answer) {
