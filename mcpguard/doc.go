@@ -25,10 +25,12 @@
 //     once. adk-go's connection refresher sends a call again, inside the same tool
 //     call, when the connection closed after the first send (io.EOF); for a payment
 //     that is a second charge. The guard sits at the MCP transport (the HTTP client of
-//     a streamable transport, the connection of any other) and refuses the second
-//     tools/call write of the same logical call; the call ends UNKNOWN, counted, and
-//     the plugin's mutating-tool rules apply (the outcome-unknown payload, the
-//     journal). A read-only call may be re-sent and is still one call to the plugin.
+//     a streamable transport, the connection of any other) and refuses a tools/call
+//     write of a logical call while an earlier write of it is unanswered; the call
+//     ends UNKNOWN, counted, and the plugin's mutating-tool rules apply (the
+//     outcome-unknown payload, the journal). A send after an answer ("input
+//     required", SEP-2322) goes through. A read-only call may be re-sent and is still
+//     one call to the plugin.
 //
 // Each tool call is also bounded by Config.Timeout (package tooltimeout), so a server
 // that hangs turns into a counted failure instead of a held turn.
