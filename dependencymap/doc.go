@@ -14,6 +14,10 @@
 // YAML parser); every invalid value is rejected with an error that names the field,
 // the dependency and the value.
 //
+// Tools that are only known at run time, such as the tools an MCP server lists, are
+// bound to a key with [Map.AddTools] (package mcpguard does it for MCP tool sets); they
+// then share the key's breaker as if the configuration had listed them.
+//
 // Lookups take no lock: the maps are immutable snapshots behind an atomic pointer,
 // replaced copy-on-write when an unannotated tool or a new model endpoint first shows up.
 package dependencymap

@@ -39,6 +39,9 @@ type snapshot struct {
 	keys   map[string]*breaker.Breaker // dependency key -> breaker
 	models map[string]*breaker.Breaker // ModelKey -> breaker
 	toolOf map[string]string           // tool name -> dependency key
+	// bound holds the tool names the configuration or AddTools put under a key ("" for
+	// exempt), which a later AddTools may not move; remembered names are not in it.
+	bound map[string]string
 }
 
 // New builds the map and every breaker its configuration names. It returns an error
@@ -78,6 +81,7 @@ func New(cfg Config) (*Map, error) {
 		keys:   map[string]*breaker.Breaker{},
 		models: map[string]*breaker.Breaker{},
 		toolOf: map[string]string{},
+		bound:  boundNames(cfg),
 	}
 	for i, tool := range cfg.ExemptTools {
 		if tool == "" {
@@ -347,6 +351,7 @@ func (s *snapshot) clone() *snapshot {
 		keys:   maps.Clone(s.keys),
 		models: maps.Clone(s.models),
 		toolOf: maps.Clone(s.toolOf),
+		bound:  maps.Clone(s.bound),
 	}
 }
 

@@ -65,8 +65,8 @@ func TestHostileModelErrorsReachNobody(t *testing.T) {
 
 	var answers strings.Builder
 	for n, c := range corpus {
-		require.NoError(t, primary.Fail(geminifake.Failure{Code: http.StatusServiceUnavailable, Message: strings.ToValidUTF8(c.body, "?")}))
-		for ev, err := range r.Run(ctx, "user", "s"+c.name, genai.NewContentFromText("hello?", genai.RoleUser), agent.RunConfig{}) {
+		require.NoError(t, primary.Fail(geminifake.Failure{Code: http.StatusServiceUnavailable, Message: strings.ToValidUTF8(c.Body, "?")}))
+		for ev, err := range r.Run(ctx, "user", "s"+c.Name, genai.NewContentFromText("hello?", genai.RoleUser), agent.RunConfig{}) {
 			require.NoError(t, err, "case %d", n)
 			if ev.Content != nil {
 				for _, p := range ev.Content.Parts {

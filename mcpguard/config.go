@@ -1,0 +1,76 @@
+package mcpguard
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"google.golang.org/adk/v2/tool/mcptoolset"
+
+	"github.com/agentbreaker/agentbreaker/callbacks"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultListTimeout = 10 * time.Second
+	maxTimeout         = time.Hour
+)
+
+// Config configures [New].
+type Config struct {
+	// Dependency is the dependency key every tool of the server is bound to. A key the
+	// dependency map does not configure is created with its default policy. Required.
+	Dependency string
+	// Callbacks is the agentbreaker plugin that guards the agent's tool calls: its
+	// dependency map receives the tools, and its Config.MutatingTools decides which
+	// calls are sent at most once. Required.
+	Callbacks *callbacks.Callbacks
+	// Toolset configures the MCP tool set, as for mcptoolset.New: Transport, or
+	// Endpoint for streamable HTTP, and the optional Client, Auth and confirmation
+	// settings. New wraps its transport; pass the transport itself, not a tool set
+	// built from it. Transport or Endpoint is required.
+	Toolset mcptoolset.Config
+	// Timeout bounds each tool call (package tooltimeout); a call past it fails as a
+	// timeout (UNKNOWN, counted) and leaves no goroutine behind once the server lets
+	// go. Negative means no timeout: a hanging server then holds the turn until the
+	// run's own deadline, but the call costs no allocation here. Defaults to
+	// DefaultTimeout (30s); at most 1h.
+	Timeout time.Duration
+	// ListTimeout bounds each listing of the server's tools; a listing past it counts
+	// as a failed listing. Negative means no timeout. Defaults to DefaultListTimeout
+	// (10s); at most 1h.
+	ListTimeout time.Duration
+	// Logger receives a record for each failed or skipped listing and each refused
+	// second send, with the dependency key, the tool and the failure's class (never
+	// the server's text). Defaults to discarding everything.
+	Logger *slog.Logger
+}
+
+func (cfg Config) withDefaults() (Config, error) {
+	switch {
+	case cfg.Dependency == "":
+		return cfg, errors.New(`mcpguard: Config.Dependency = "": required`)
+	case cfg.Callbacks == nil:
+		return cfg, errors.New("mcpguard: Config.Callbacks = nil: required (the agentbreaker plugin of the runner)")
+	case cfg.Toolset.Transport == nil && cfg.Toolset.Endpoint == "":
+		return cfg, errors.New(`mcpguard: Config.Toolset.Transport = nil and Config.Toolset.Endpoint = "": one is required`)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.ListTimeout == 0 {
+		cfg.ListTimeout = DefaultListTimeout
+	}
+	if cfg.Timeout > maxTimeout {
+		return cfg, fmt.Errorf("mcpguard: Config.Timeout = %s: must be at most 1h (0 for the default, %s; negative for none)", cfg.Timeout, DefaultTimeout)
+	}
+	if cfg.ListTimeout > maxTimeout {
+		return cfg, fmt.Errorf("mcpguard: Config.ListTimeout = %s: must be at most 1h (0 for the default, %s; negative for none)", cfg.ListTimeout, DefaultListTimeout)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, nil
+}
