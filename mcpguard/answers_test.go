@@ -131,7 +131,7 @@ func TestHostileIsErrorText(t *testing.T) {
 			srv.Set(mcptest.Charge, mcptest.IsError(tt.Body))
 			var logs syncbuf.Buffer
 			r := newRig(t, rigConfig{endpoint: h.URL(), then: oneCallPerTurn(charge()), cb: func(c *callbacks.Config) {
-				c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+				c.Observability.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}})
 			a := answerOf(t, r.turn(), "charge_card")
 			var shown map[string]any

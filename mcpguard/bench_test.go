@@ -58,7 +58,7 @@ func costArmN(tb testing.TB, guarded bool, call string, calls int, timeout time.
 			"payments": {Tools: []string{mcptest.Charge, mcptest.Order}},
 		}})
 	}
-	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, MutatingTools: []string{mcptest.Charge}, Bulkheads: map[string]int{"payments": 100}})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{mcptest.Charge}}, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"payments": 100}}})
 	var ts tool.Toolset
 	closeTS := func() {}
 	if guarded {

@@ -37,7 +37,7 @@ func Example() {
 	}
 
 	deps := dependencymap.MustNew(dependencymap.Config{})
-	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, MutatingTools: []string{"charge_card"}})
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge_card"}}})
 	tools := mcpguard.MustNew(mcpguard.Config{Dependency: "payments", Callbacks: guard, Toolset: mcptoolset.Config{Transport: clientT}})
 	defer func() { tools.Close(); ss.Wait() }()
 

@@ -95,7 +95,7 @@ func runUnguarded(t testing.TB, endpoint string, step breakertest.Step) *breaker
 	deps := dependencymap.MustNew(dependencymap.Config{
 		Dependencies: map[string]dependencymap.Dependency{"payments": {Tools: []string{"charge_card", "get_order"}}},
 	})
-	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, MutatingTools: []string{"charge_card"}})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge_card"}}})
 	// adk-go's tool set cannot be closed: keep its connections to close them.
 	tr := &closingTransport{inner: &mcp.StreamableClientTransport{Endpoint: endpoint}}
 	t.Cleanup(tr.close)
@@ -143,7 +143,7 @@ func newRig(t testing.TB, cfg rigConfig) *rig {
 	r.deps = dependencymap.MustNew(dependencymap.Config{
 		Dependencies: map[string]dependencymap.Dependency{"payments": {Policy: cfg.policy}},
 	})
-	ccfg := callbacks.Config{Dependencies: r.deps, MutatingTools: []string{"charge_card"}, OnEvent: r.events.add}
+	ccfg := callbacks.Config{Dependencies: r.deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge_card"}}, Observability: callbacks.Observability{OnEvent: r.events.add}}
 	if cfg.cb != nil {
 		cfg.cb(&ccfg)
 	}

@@ -11,15 +11,19 @@
 // would. The story: a card is declined (the server answered: the model is told why and
 // nothing counts), the card processor behind the server goes down (the failures count
 // and the breaker opens, so the server is left alone and the model is told to try
-// later), and the processor comes back (the next charge is the breaker's probe and
-// goes through). Time is a fake clock, so the cooldown passes at once.
+// later), and the processor comes back. A charge is never the probe: agentbreaker's
+// health probe, a read-only get_receipt call on its own schedule, finds the server well
+// and closes the breaker, and the next charge goes through. Time is a fake clock, so
+// the waits pass at once.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -38,9 +42,11 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/mcpguard"
+	"github.com/agentbreaker/agentbreaker/probe"
 )
 
 func main() {
@@ -84,6 +90,9 @@ func (p *payments) server() *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "get_receipt", Description: "Returns a charge's receipt."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in receiptArgs) (*mcp.CallToolResult, any, error) {
+			if p.processorDown.Load() { // receipts live at the processor too
+				return failed("HTTP 503: processor unreachable"), nil, nil
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "receipt for " + in.ChargeID}}}, nil, nil
 		})
 	return s
@@ -101,13 +110,39 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 
+	// The health probe's own session with the server: a read-only call, never a charge.
+	probeT, probeServerT := mcp.NewInMemoryTransports()
+	ps, err := p.server().Connect(ctx, probeServerT, nil)
+	if err != nil {
+		return err
+	}
+	probeSession, err := mcp.NewClient(&mcp.Implementation{Name: "health-probe", Version: "v1"}, nil).Connect(ctx, probeT, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		probeSession.Close()
+		ps.Wait()
+	}()
+	healthCheck := func(ctx context.Context) error {
+		res, err := probeSession.CallTool(ctx, &mcp.CallToolParams{Name: "get_receipt", Arguments: map[string]any{"charge_id": "health"}})
+		if err != nil {
+			return err
+		}
+		if res.IsError { // classified as the guarded tools' isError answers are
+			text := res.Content[0].(*mcp.TextContent).Text
+			return &probe.ClassifiedError{Classification: classify.MCPIsError(text), Err: errors.New(text)}
+		}
+		return nil
+	}
+
 	fc := clock.NewFake(time.Date(2026, 12, 1, 14, 2, 0, 0, time.UTC))
 	deps, err := dependencymap.New(dependencymap.Config{
 		Clock: fc,
 		Dependencies: map[string]dependencymap.Dependency{
 			// No Tools: the MCP server's tools join this key when they are listed. A
 			// volume gate of 3 calls keeps the story short (the default is 20).
-			"payments": {Policy: breaker.Policy{MinimumCalls: 3, Cooldown: time.Minute, Jitter: -1}},
+			"payments": {Policy: breaker.Policy{MinimumCalls: 3, Cooldown: time.Minute, Jitter: -1}, Probe: &dependencymap.Probe{Func: healthCheck}},
 		},
 		OnStateChange: []func(breaker.Event){func(e breaker.Event) {
 			fmt.Fprintf(out, "    [breaker %s: %s -> %s: %s]\n", e.Breaker, e.From, e.To, e.Reason)
@@ -116,10 +151,24 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	guard, err := callbacks.New(callbacks.Config{Dependencies: deps, Clock: fc, MutatingTools: []string{"charge_card"}})
+	guard, err := callbacks.New(callbacks.Config{Dependencies: deps, Clock: fc, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge_card"}}})
 	if err != nil {
 		return err
 	}
+	// The health probe runs while the breaker refuses calls, every 30s at most; here the
+	// story calls ProbeDue when the fake clock moves, where a server would run Run.
+	prober, err := probe.FromMap(deps, probe.Config{Clock: fc, Logger: slog.New(slog.DiscardHandler), OnResult: []func(probe.Result){func(r probe.Result) {
+		fmt.Fprintf(out, "    [health probe of %s (get_receipt): %s]\n", r.Dependency, healthWord(r.Healthy))
+	}}})
+	if err != nil {
+		return err
+	}
+	defer prober.Close()
+	advance := func(d time.Duration) {
+		fc.Advance(d)
+		prober.ProbeDue(ctx)
+	}
+
 	// The one line: the server's tools, guarded as the dependency "payments".
 	tools, err := mcpguard.New(mcpguard.Config{Dependency: "payments", Callbacks: guard, Toolset: mcptoolset.Config{Transport: clientT}})
 	if err != nil {
@@ -185,26 +234,35 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintln(out, "--- the card processor behind the server goes down")
 	p.processorDown.Store(true)
 	for range 2 {
-		fc.Advance(5 * time.Second)
+		advance(5 * time.Second)
 		if err := turn("4242"); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintln(out, "--- the breaker is open: the server is not asked, the model is told to wait")
 	for range 2 {
-		fc.Advance(10 * time.Second)
+		advance(10 * time.Second)
 		if err := turn("4242"); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintln(out, "--- a minute later the processor is back; the next charge is the breaker's probe")
+	fmt.Fprintln(out, "--- no one pays for a while; the health probe asks the server on its own, 30s apart")
+	advance(10 * time.Second)
+	fmt.Fprintln(out, "--- the processor is back; a charge is never the probe, the health probe finds out")
 	p.processorDown.Store(false)
-	fc.Advance(time.Minute)
+	advance(30 * time.Second)
 	if err := turn("4242"); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "charge requests that reached the server: %d (1 declined, 2 failed, 1 charged)\n", p.requests.Load())
 	return nil
+}
+
+func healthWord(healthy bool) string {
+	if healthy {
+		return "healthy"
+	}
+	return "still failing"
 }
 
 // scriptedModel charges the card the user named and answers from what came back.

@@ -43,10 +43,12 @@ func newWorld(t *testing.T, endpoint string) *world {
 	t.Cleanup(func() { _ = j.Close() })
 	deps := dependencymap.MustNew(dependencymap.Config{})
 	cb := callbacks.MustNew(callbacks.Config{
-		Dependencies:  deps,
-		MutatingTools: []string{mcptest.Charge},
-		Retry:         retry.MustNew(retry.Config{Journal: j.ForRetry()}),
-		Journal:       j,
+		Dependencies: deps,
+		SideEffects: callbacks.SideEffects{
+			MutatingTools: []string{mcptest.Charge},
+			Retry:         retry.MustNew(retry.Config{Journal: j.ForRetry()}),
+			Journal:       j,
+		},
 	})
 	ts := mcpguard.MustNew(mcpguard.Config{Dependency: "payments", Callbacks: cb, Toolset: mcptoolset.Config{Endpoint: endpoint}})
 	t.Cleanup(func() { _ = ts.Close() })

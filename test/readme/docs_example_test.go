@@ -7,11 +7,23 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
+	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/session"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/mcptoolset"
+
+	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/fleet"
+	"github.com/agentbreaker/agentbreaker/mcpguard"
 	"github.com/agentbreaker/agentbreaker/probe"
 )
 
-var _ = []any{probesPage}
+var _ = []any{probesPage, fleetClientPage, mcpPage, mcpPlainPage}
 
 // probesPage is docs/probes.md's "Configuring a probe".
 func probesPage(ctx context.Context, pingTickets func(context.Context) error) error {
@@ -29,4 +41,54 @@ func probesPage(ctx context.Context, pingTickets func(context.Context) error) er
 	defer prober.Close()
 	go prober.Run(ctx)
 	return nil
+}
+
+// fleetClientPage is docs/fleet.md's block for an injected client.
+func fleetClientPage() error {
+	// Redis Cluster (see ExampleConfig_client in fleet/example_test.go).
+	client := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:       []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
+		WriteTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true,
+	})
+	// Sentinel: redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "mymaster",
+	// SentinelAddrs: sentinels, ...}), or redis.NewUniversalClient with MasterName set.
+	defer client.Close() // after f.Close
+	f, err := fleet.New(fleet.Config{Client: client, App: "support-agent"})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return nil
+}
+
+// mcpPage is docs/mcp.md's wiring.
+func mcpPage(llm model.LLM) error {
+	deps := dependencymap.MustNew(dependencymap.Config{})
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge_card"}}})
+
+	payments, err := mcpguard.New(mcpguard.Config{
+		Dependency: "payments",
+		Callbacks:  guard,
+		Toolset:    mcptoolset.Config{Endpoint: "http://payments.internal/mcp"},
+	})
+	if err != nil {
+		return err
+	}
+	defer payments.Close()
+	cashier, err := llmagent.New(llmagent.Config{Name: "cashier", Model: llm, Toolsets: []tool.Toolset{payments}})
+	if err != nil {
+		return err
+	}
+	_, err = runner.New(runner.Config{AppName: "shop", Agent: cashier, SessionService: session.InMemoryService(),
+		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{guard.Plugin()}}})
+	return err
+}
+
+// mcpPlainPage is docs/mcp.md's plain-tool form, for comparison.
+func mcpPlainPage() *dependencymap.Map {
+	deps := dependencymap.MustNew(dependencymap.Config{Dependencies: map[string]dependencymap.Dependency{
+		"crm": {Tools: []string{"lookup_customer", "list_orders"}},
+	}})
+	return deps
 }
