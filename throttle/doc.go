@@ -1,0 +1,48 @@
+// Package throttle sheds a share of the calls to a dependency that is partly
+// overloaded, the lowest priorities first, instead of sending everything (a closed
+// breaker) or nothing (an open one).
+//
+// # The rule
+//
+// It is Google SRE's client-side throttling. Over a rolling window (Window cut into
+// Buckets) a Throttle counts requests (every call the application wanted to make:
+// sent ones that reported, and the ones the throttle refused) and accepts (calls the
+// dependency handled, whatever it answered: a success, a 404 or a validation error
+// all prove it had the capacity; a 429, a 503 or a timeout do not). The share to shed
+// is
+//
+//	p = max(0, (requests − K·accepts) / (requests + 1))
+//
+// and it is 0 while the window holds fewer than MinRequests requests. K (default 2)
+// is how much more than the dependency accepts the client keeps sending: with K = 2 a
+// dependency that handles half of what it gets sees no shedding at all, one that
+// handles a third sees a quarter shed. Lower K sheds earlier and wastes fewer calls;
+// higher K reacts later and recovers faster. Shed calls still count as requests, so p
+// rises until what is sent is about K times what is accepted.
+//
+// # Priorities
+//
+// A call has a [Priority]: Low, Normal (the zero value), High or Critical. Each
+// priority has a threshold t on p (defaults 0, 0.1, 0.3 and 0.6): a call is refused
+// with probability
+//
+//	max(0, (p − t) / (1 − t))
+//
+// so Low calls are shed at p itself, a Critical call only once p is above 0.6, and
+// every priority is shed entirely as p approaches 1. Any Critical threshold above 1/3
+// keeps critical calls refused less than half as often as low ones at p = 0.5. At p = 0.5 a Low call is refused
+// half the time, a Normal one 44%, a High one 29% and a Critical one never. Because
+// refused calls count as requests, sparing the critical ones raises p until the lower
+// priorities give up what is needed.
+//
+// # Cost
+//
+// Allow reads one atomic word while nothing is being shed; Report is one
+// compare-and-swap on the current bucket's packed counters (epoch, requests and
+// accepts in one 64-bit word). Neither allocates nor takes a lock. The random draw
+// that decides a refusal is the runtime's per-thread generator, paid only while p > 0.
+//
+// A Throttle knows nothing of breakers: package callbacks consults it while the
+// dependency's breaker is closed, so a total outage still opens the breaker and an
+// operator's forced state still overrides the throttle.
+package throttle
