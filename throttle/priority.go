@@ -54,6 +54,9 @@ func ParsePriority(s string) (Priority, error) {
 	return 0, fmt.Errorf("throttle: unknown priority %q (want low, normal, high or critical)", s)
 }
 
+// Norm returns p, or Normal for the zero value (or an invalid value).
+func (p Priority) Norm() Priority { return p.norm() }
+
 // norm maps the zero value to Normal and anything invalid to Normal too: a priority is
 // only a hint, and an out-of-range one must not index past the tables.
 func (p Priority) norm() Priority {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/throttle"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -36,6 +37,20 @@ type Dependency struct {
 	Tools  []string `json:"tools" yaml:"tools"`
 	Hosts  []string `json:"hosts" yaml:"hosts"`
 	Policy Policy   `json:"policy" yaml:"policy"`
+	// Throttle turns the dependency's throttle on (an empty object: the defaults).
+	Throttle *Throttle `json:"throttle" yaml:"throttle"`
+	// Priorities maps tool names to low, normal, high or critical.
+	Priorities map[string]string `json:"priorities" yaml:"priorities"`
+}
+
+// Throttle is throttle.Config on disk. Absent fields take the throttle's defaults.
+type Throttle struct {
+	K           float64 `json:"k" yaml:"k"`
+	MinRequests int     `json:"min_requests" yaml:"min_requests"`
+	Window      string  `json:"window" yaml:"window"`
+	Buckets     int     `json:"buckets" yaml:"buckets"`
+	// Thresholds maps priority names to the share p above which that priority is shed.
+	Thresholds map[string]float64 `json:"thresholds" yaml:"thresholds"`
 }
 
 // Model is dependencymap.ModelEndpoint on disk.
@@ -157,7 +172,14 @@ func (f File) Config() (dependencymap.Config, error) {
 		if err != nil {
 			return dependencymap.Config{}, err
 		}
-		cfg.Dependencies[key] = dependencymap.Dependency{Tools: d.Tools, Hosts: d.Hosts, Policy: p}
+		dep := dependencymap.Dependency{Tools: d.Tools, Hosts: d.Hosts, Policy: p}
+		if dep.Throttle, err = d.Throttle.config(fmt.Sprintf("dependencies.%s.throttle", key)); err != nil {
+			return dependencymap.Config{}, err
+		}
+		if dep.Priorities, err = priorities(fmt.Sprintf("dependencies.%s.priorities", key), d.Priorities); err != nil {
+			return dependencymap.Config{}, err
+		}
+		cfg.Dependencies[key] = dep
 	}
 	for i, m := range f.Models {
 		p, err := m.Policy.policy(fmt.Sprintf("models[%d] (%s).policy", i, dependencymap.ModelKey(m.Model, m.Region)))
@@ -271,4 +293,60 @@ func (v *IntOrOff) UnmarshalYAML(node *yaml.Node) error {
 	}
 	*v = IntOrOff(n)
 	return nil
+}
+
+// throttleFields maps throttle.Config's field names to the file's.
+var throttleFields = map[string]string{"K": "k", "MinRequests": "min_requests", "Window": "window", "Buckets": "buckets"}
+
+func (ft *Throttle) config(where string) (*throttle.Config, error) {
+	if ft == nil {
+		return nil, nil
+	}
+	c := throttle.Config{K: ft.K, MinRequests: ft.MinRequests, Buckets: ft.Buckets}
+	if ft.Window != "" {
+		v, err := time.ParseDuration(ft.Window)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("dependencymap: %s.window = %q: want a positive duration such as \"30s\"", where, ft.Window)
+		}
+		c.Window = v
+	}
+	if len(ft.Thresholds) > 0 {
+		c.Thresholds = make(map[throttle.Priority]float64, len(ft.Thresholds))
+	}
+	for name, v := range ft.Thresholds {
+		pr, err := throttle.ParsePriority(name)
+		if err != nil || name == "" {
+			return nil, fmt.Errorf("dependencymap: %s.thresholds.%s = %v: want low, normal, high or critical as the key", where, name, v)
+		}
+		c.Thresholds[pr] = v
+	}
+	if err := c.WithDefaults().Validate(); err != nil {
+		var ce *throttle.ConfigError
+		if errors.As(err, &ce) {
+			field, ok := throttleFields[ce.Field]
+			if !ok && strings.HasPrefix(ce.Field, "Thresholds[") {
+				field, ok = "thresholds."+strings.TrimSuffix(strings.TrimPrefix(ce.Field, "Thresholds["), "]"), true
+			}
+			if ok {
+				return nil, fmt.Errorf("dependencymap: %s.%s = %v: %s", where, field, ce.Value, ce.Problem)
+			}
+		}
+		return nil, fmt.Errorf("dependencymap: %s: %w", where, err)
+	}
+	return &c, nil
+}
+
+func priorities(where string, in map[string]string) (map[string]throttle.Priority, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]throttle.Priority, len(in))
+	for tool, name := range in {
+		pr, err := throttle.ParsePriority(name)
+		if err != nil || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("dependencymap: %s.%s = %q: want low, normal, high or critical", where, tool, name)
+		}
+		out[tool] = pr
+	}
+	return out, nil
 }
