@@ -14,6 +14,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // layer says which installation of the callbacks admitted a call: the runner plugin or
@@ -59,6 +60,8 @@ type call struct {
 	start   int64 // c.nanos() at admission
 
 	attempt *retry.Attempt // the retry attempt this call is, when Config.Retry is set
+
+	throttle *throttle.Throttle // the dependency's throttle, when it has one and the breaker was closed
 
 	tracked    bool        // a dispatch marker runs for this call
 	dispatched atomic.Bool // the marker saw the call reach the tool

@@ -17,6 +17,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // reflectAndRetryType is the response_type of adk-go's retry-and-reflect plugin, which
@@ -93,6 +94,19 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			}
 			return c.shortCircuit(ctx, inv, name, dep, b, err, args), nil
 		}
+		th := c.deps.ThrottleFor(name)
+		if th.Throttle != nil && (permit.IsProbe() || b.State() != breaker.Closed) {
+			// A probe, or a forced state: the breaker decides alone, and the call is not
+			// the throttle's to count.
+			th.Throttle = nil
+		}
+		if th.Throttle != nil && th.Throttle.Shedding() {
+			pr := c.priorityOf(ctx, th.Priority)
+			if !th.Throttle.Allow(pr) {
+				permit.Ignore() // never sent: the breaker learns nothing from it
+				return c.shed(ctx, inv, name, dep, b, pr, args), nil
+			}
+		}
 		var slot *bulkhead.Bulkhead
 		if bh, berr := c.bulk.For(dep); berr != nil {
 			c.log.Warn("agentbreaker: no bulkhead for dependency; the call goes on without one", slog.String("dependency", dep), slog.String("error", berr.Error()))
@@ -123,7 +137,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			}
 		}
 		admitted = &call{
-			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, attempt: att,
+			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, attempt: att, throttle: th.Throttle,
 			start: c.nanos(), tracked: l == agentLayer || c.cfg.TrackDispatch,
 		}
 		c.inFlight.Add(1)
@@ -410,6 +424,11 @@ func report(cls classify.Classification) breaker.Report {
 func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind, sent bool) {
 	probe := cl.permit.IsProbe() // read before Report, which spends the permit
 	cl.permit.Report(report(cls))
+	if cl.throttle != nil && sent {
+		if accepted, counted := throttle.Judge(cls); counted {
+			cl.throttle.Report(accepted)
+		}
+	}
 	c.noteHold(cl, cls)
 	if cl.attempt != nil {
 		c.finishAttempt(ctx, inv, cl, cls, sent)

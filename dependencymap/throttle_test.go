@@ -36,6 +36,9 @@ func TestThrottleIsPerDependencyAndOptIn(t *testing.T) {
 	require.Len(t, m.Throttles(), 1)
 
 	// The map's clock drives the throttle's window.
+	th.Report(true)
+	th.Report(false)
+	th.Report(false)
 	th.Report(false)
 	require.Positive(t, th.Probability())
 	fc.Advance(throttle.DefaultWindow)

@@ -30,6 +30,7 @@ func BenchmarkAllowReportParallel(b *testing.B) {
 
 func BenchmarkShedding(b *testing.B) {
 	th := throttle.MustNew(throttle.Config{MinRequests: 1})
+	th.Report(true)
 	for range 100 {
 		th.Report(false)
 	}

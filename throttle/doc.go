@@ -13,7 +13,10 @@
 //
 //	p = max(0, (requests − K·accepts) / (requests + 1))
 //
-// and it is 0 while the window holds fewer than MinRequests requests. K (default 2)
+// and it is 0 while the window holds fewer than MinRequests requests, or no accept at
+// all: a dependency that handles nothing is in a total outage, which the breaker
+// handles (it opens, probes and closes), and shedding nearly every call then would
+// keep from the breaker the failures it opens on. K (default 2)
 // is how much more than the dependency accepts the client keeps sending: with K = 2 a
 // dependency that handles half of what it gets sees no shedding at all, one that
 // handles a third sees a quarter shed. Lower K sheds earlier and wastes fewer calls;

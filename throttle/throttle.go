@@ -195,6 +195,10 @@ func (t *Throttle) Allow(p Priority) bool {
 	return t.allowAt(t.nanos(), p)
 }
 
+// Shedding reports whether any call may be refused now: p > 0. It is one atomic load,
+// for callers that would rather not work out a call's priority while nothing is shed.
+func (t *Throttle) Shedding() bool { return t.prob.Load() != 0 }
+
 // AllowAt is Allow at the time given by the caller.
 func (t *Throttle) AllowAt(now time.Time, p Priority) bool {
 	if t.prob.Load() == 0 {
@@ -270,9 +274,11 @@ func (t *Throttle) sums(e int64) (req, acc uint64) {
 	return t.win.sums(e)
 }
 
-// shedShare is the SRE formula with the volume gate.
+// shedShare is the SRE formula with the volume gate. A window without a single accept
+// is a total outage, which is the breaker's to handle: shedding nearly every call then
+// (the formula's req/(req+1)) would keep from the breaker the failures it opens on.
 func shedShare(req, acc uint64, k float64, minReq uint64) float64 {
-	if req == 0 || req < minReq {
+	if acc == 0 || req < minReq {
 		return 0
 	}
 	return max(0, (float64(req)-k*float64(acc))/float64(req+1))

@@ -74,7 +74,7 @@ func TestAQuietSpellForgetsTheShedding(t *testing.T) {
 	t.Parallel()
 	fc := clock.NewFake(time.Time{})
 	th := throttle.MustNew(throttle.Config{Clock: fc, K: 1, MinRequests: 1, Window: 10 * time.Second, Rand: seeded(1)})
-	report(th, 100, 0)
+	report(th, 100, 1)
 	require.Greater(t, th.Probability(), 0.98)
 	refused := 0
 	for range 100 {
@@ -146,14 +146,14 @@ func TestRefusedCallsCountAsRequests(t *testing.T) {
 	t.Parallel()
 	fc := clock.NewFake(time.Time{})
 	th := throttle.MustNew(throttle.Config{Clock: fc, K: 1, MinRequests: 1, Rand: seeded(3)})
-	report(th, 100, 0)
+	report(th, 100, 1)
 	refused := 0
 	for range 50 {
 		if !th.Allow(throttle.Low) {
 			refused++
 		}
 	}
-	require.Equal(t, throttle.Counts{Requests: uint64(100 + refused)}, th.Counts())
+	require.Equal(t, throttle.Counts{Requests: uint64(100 + refused), Accepts: 1}, th.Counts())
 }
 
 func TestAnInjectedClockGoingBackDropsReports(t *testing.T) {
@@ -174,7 +174,7 @@ func TestResetEmptiesTheWindow(t *testing.T) {
 	t.Parallel()
 	fc := clock.NewFake(time.Time{})
 	th := throttle.MustNew(throttle.Config{Clock: fc, MinRequests: 1})
-	report(th, 50, 0)
+	report(th, 50, 1)
 	require.Greater(t, th.Probability(), 0.9)
 	th.Reset()
 	require.True(t, th.Allow(throttle.Low))
@@ -267,7 +267,7 @@ func TestAllowAndReportAllocateNothing(t *testing.T) {
 		}
 	}))
 	shedding := throttle.MustNew(throttle.Config{MinRequests: 1})
-	report(shedding, 100, 0)
+	report(shedding, 100, 1)
 	require.Zero(t, testing.AllocsPerRun(1000, func() {
 		if shedding.Allow(throttle.Low) {
 			shedding.Report(false)
@@ -299,4 +299,14 @@ func TestConcurrentReportsAreAllCounted(t *testing.T) {
 	require.Equal(t, uint64(workers*each), c.Requests, "every call is one request, sent or shed")
 	require.Positive(t, c.Accepts)
 	require.LessOrEqual(t, c.Accepts, c.Requests-shed, "only sent calls are accepted")
+}
+
+func TestATotalOutageIsLeftToTheBreaker(t *testing.T) {
+	t.Parallel()
+	fc := clock.NewFake(time.Time{})
+	th := throttle.MustNew(throttle.Config{Clock: fc, MinRequests: 1})
+	report(th, 500, 0)
+	require.Zero(t, th.Probability(), "nothing accepted: the breaker's outage, not the throttle's")
+	th.Report(true)
+	require.InDelta(t, (501-2)/502.0, th.Probability(), 1e-12)
 }
