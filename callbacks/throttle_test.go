@@ -88,7 +88,9 @@ func (x *throttled) kinds() []callbacks.EventKind {
 	return out
 }
 
-func searchCall() breakertest.Step { return breakertest.Call("web_search", map[string]any{"query": "q"}) }
+func searchCall() breakertest.Step {
+	return breakertest.Call("web_search", map[string]any{"query": "q"})
+}
 
 func TestThrottleShedsACallWithThePayloadThroughTheRunner(t *testing.T) {
 	t.Parallel()
