@@ -1,7 +1,9 @@
 package callbacks
 
 import (
+	"errors"
 	"log/slog"
+	"slices"
 
 	"google.golang.org/adk/v2/agent"
 
@@ -43,6 +45,58 @@ func truncateValue(s string) string {
 		return s[:32] + "…"
 	}
 	return s
+}
+
+// drawOf is an invocation's draw for the throttles: a hash of its ID (FNV-1a, then a
+// finalizer that spreads it over all 64 bits). One draw for all of an invocation's calls
+// means a throttle sheds whole turns: a turn that gets half of its data is worth about
+// as little to its user as one that gets none, and the share shed stays the same.
+func drawOf(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// served reports whether dep already accepted a call of inv. Such a turn is let
+// finish: its later calls to dep count as Critical, so the dependency's capacity goes
+// to whole turns rather than to halves of many.
+func (inv *invocation) served(dep string) bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return slices.Contains(inv.servedDeps, dep)
+}
+
+// markServed records that dep accepted a call of inv.
+func (inv *invocation) markServed(dep string) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if !slices.Contains(inv.servedDeps, dep) {
+		inv.servedDeps = append(inv.servedDeps, dep)
+	}
+}
+
+// throttleRefused counts a call an open or half-open breaker refused as a request
+// the dependency did not accept, so that the throttle remembers the outage when the
+// breaker closes: it lets traffic back in as calls are accepted again instead of all at
+// once. A forced-open breaker is the operator's and is not counted.
+func (c *Callbacks) throttleRefused(tool string, err error) {
+	th := c.deps.ThrottleFor(tool).Throttle
+	if th == nil {
+		return
+	}
+	var oe *breaker.OpenError
+	if errors.As(err, &oe) && oe.State == breaker.ForcedOpen {
+		return
+	}
+	th.Refused()
 }
 
 // shed answers a call the throttle held back: the dependency is partly overloaded and

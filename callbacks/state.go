@@ -78,6 +78,7 @@ type call struct {
 // flight. It is freed when the run ends.
 type invocation struct {
 	id       string
+	draw     uint64 // the throttles' random draw for every call of the invocation (see shed.go)
 	tracker  *loopguard.Tracker
 	lastUsed atomic.Int64 // c.nanos()
 
@@ -92,6 +93,9 @@ type invocation struct {
 	callBuf [4]callEntry     // calls' first backing array, allocated with the invocation
 	unknown map[callKey]bool // calls to invented tool names already reported
 	freed   bool
+	// servedDeps lists the throttled dependencies that have already accepted a call of
+	// this invocation: its later calls to them are let finish the turn (see shed.go).
+	servedDeps []string
 }
 
 // callSet holds an invocation's calls in flight. An invocation has a handful at a time
@@ -227,7 +231,7 @@ func (c *Callbacks) invocation(ctx agent.Context, create bool) *invocation {
 	if !create {
 		return nil
 	}
-	inv := &invocation{id: id, tracker: c.guard.Track()}
+	inv := &invocation{id: id, draw: drawOf(id), tracker: c.guard.Track()}
 	inv.lastUsed.Store(now)
 	v, loaded := c.invs.LoadOrStore(id, inv)
 	if loaded {

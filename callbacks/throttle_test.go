@@ -61,6 +61,15 @@ func (x *throttled) fill(n, accepted int) {
 	}
 }
 
+// highMix makes the mix the throttle has seen High calls only, so that the share p
+// taken from the lowest priorities first falls entirely on a Normal call: it is shed
+// whatever its invocation's draw.
+func (x *throttled) highMix() {
+	for range 40 {
+		x.th.Allow(throttle.High)
+	}
+}
+
 func (x *throttled) run(t *testing.T, ctx context.Context, state map[string]any, steps ...breakertest.Step) *breakertest.Turn {
 	t.Helper()
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: x.deps, Clock: x.fc, OnEvent: func(e callbacks.Event) {
@@ -96,6 +105,7 @@ func TestThrottleShedsACallWithThePayloadThroughTheRunner(t *testing.T) {
 	t.Parallel()
 	x := newThrottled(t, nil, breaker.Policy{})
 	x.fill(20, 2) // p = 18/21: the dependency handles one call in ten
+	x.highMix()
 	turn := x.run(t, context.Background(), nil, searchCall(), breakertest.Text("later"))
 	p := turn.FunctionResponses()[0].Response
 	require.Equal(t, payloads.TypeShed, p["response_type"])
@@ -107,7 +117,7 @@ func TestThrottleShedsACallWithThePayloadThroughTheRunner(t *testing.T) {
 	require.Equal(t, breaker.Closed, crm.State())
 	require.Zero(t, crm.Snapshot().Window.Calls, "the breaker learns nothing from a shed call")
 	require.Contains(t, x.kinds(), callbacks.EventShed)
-	require.Equal(t, uint64(1), x.th.Shed(throttle.Normal))
+	require.Equal(t, uint64(1), x.th.Shed(throttle.Normal), "the call the model made")
 }
 
 func TestThrottleCountsWhatTheDependencyHandled(t *testing.T) {
@@ -122,7 +132,8 @@ func TestThrottleCountsWhatTheDependencyHandled(t *testing.T) {
 
 func TestThrottlePriorityFromTheMapContextAndState(t *testing.T) {
 	t.Parallel()
-	// p = 5/11 ≈ 0.45: Low and Normal calls are shed, Critical ones (threshold 0.6) go.
+	// p ≈ 0.5 over a mix of a quarter of each priority: the share is taken from Low
+	// and Normal calls entirely, and no High or Critical call is shed.
 	tests := []struct {
 		name  string
 		mapPr throttle.Priority
@@ -143,7 +154,12 @@ func TestThrottlePriorityFromTheMapContextAndState(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			x := newThrottled(t, map[string]throttle.Priority{"web_search": tt.mapPr}, breaker.Policy{MinimumCalls: 100})
-			x.fill(10, 5)
+			x.fill(10000, 5000)
+			for range 10 {
+				for _, pr := range throttle.Priorities() {
+					x.th.Allow(pr)
+				}
+			}
 			ctx := context.Background()
 			if tt.ctxPr != 0 {
 				ctx = throttle.WithPriority(ctx, tt.ctxPr)
@@ -184,23 +200,27 @@ func TestBreakerStillOpensOnATotalOutageWithTheThrottleOn(t *testing.T) {
 	x.fill(4, 4) // the dependency was healthy a moment ago
 	x.srv.Set(breakertest.Status(503))
 	b, _ := x.deps.Get("search")
-	// The throttle sheds while the healthy calls are in its window, so the breaker sees
-	// fewer failures at first; once the window holds no accept the throttle stands
-	// aside, and the breaker opens as it would without it.
+	start := x.fc.Now()
+	// While the healthy calls are in the throttle's window the dependency counts as
+	// partly up: the throttle sheds, and its 503s are the throttle's to act on. Once the
+	// window holds no accepted call they count, and the breaker opens as it would
+	// without a throttle.
 	for turn := 0; b.State() == breaker.Closed; turn++ {
 		require.Less(t, turn, 20, "the breaker never opened")
 		x.run(t, context.Background(), nil, searchCall(), breakertest.Text("down"))
 		x.fc.Advance(5 * time.Second)
 	}
+	require.GreaterOrEqual(t, x.fc.Now().Sub(start), throttle.DefaultWindow, "not before the accepts left the window")
 	require.Equal(t, breaker.Open, b.State())
 	require.Contains(t, x.kinds(), callbacks.EventShed)
-	require.LessOrEqual(t, x.srv.Requests(), int64(4), "no more calls sent than the breaker needs to open")
+	require.LessOrEqual(t, x.srv.Requests(), int64(12), "the throttle kept shedding meanwhile")
 }
 
 func TestShedCallsCountTowardTheLoopGuard(t *testing.T) {
 	t.Parallel()
 	x := newThrottled(t, nil, breaker.Policy{MinimumCalls: 100})
 	x.fill(20, 1)
+	x.highMix()
 	turn := x.run(t, context.Background(), nil, searchCall(), searchCall(), searchCall(), breakertest.Text("without it"))
 	rs := turn.FunctionResponses()
 	require.Len(t, rs, 3)

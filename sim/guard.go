@@ -17,6 +17,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/throttle"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
@@ -148,13 +149,21 @@ type abGuard struct {
 	tool     simTool
 	timeout  time.Duration
 	rec      *recorder
+	// overloaded: a failing call is a 503 (a partial outage's dependency is overloaded)
+	// rather than a connection reset.
+	overloaded bool
 }
 
 func newABGuard(s Scenario, p breaker.Policy, e *engine, rec *recorder, rnd func() float64) (*abGuard, error) {
+	return newABGuardWith(s, p, e, rec, rnd, nil)
+}
+
+// newABGuardWith is newABGuard with the dependency's throttle, when tc is set.
+func newABGuardWith(s Scenario, p breaker.Policy, e *engine, rec *recorder, rnd func() float64, tc *throttle.Config) (*abGuard, error) {
 	deps, err := dependencymap.New(dependencymap.Config{
 		Default: p,
 		Dependencies: map[string]dependencymap.Dependency{
-			s.Dependency: {Tools: []string{"lookup_" + s.Dependency}},
+			s.Dependency: {Tools: []string{"lookup_" + s.Dependency}, Throttle: tc},
 		},
 		Clock: e.clk,
 		OnStateChange: []func(breaker.Event){func(ev breaker.Event) {
@@ -216,9 +225,12 @@ func (g *abGuard) finish(c *call, failed, timedOut bool) {
 		return
 	}
 	var err error
-	if timedOut {
+	switch {
+	case timedOut:
 		err = &tooltimeout.TimeoutError{Tool: g.tool.Name(), Limit: g.timeout}
-	} else {
+	case g.overloaded:
+		err = overloadError
+	default:
 		err = fmt.Errorf("%s: read: %w", g.tool.Name(), syscall.ECONNRESET)
 	}
 	// adk-go's order: the on-error callbacks, then always the after-tool callbacks.

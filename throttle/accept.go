@@ -21,6 +21,15 @@ func Judge(c classify.Classification) (accepted, counted bool) {
 	return false, true
 }
 
+// Overloaded reports whether a classified call says the dependency had no room for it
+// (a 429, a 503, a 408): the failures a throttle answers. Package callbacks keeps them
+// from the breaker while the throttle is shedding, so that the breaker opens on
+// outages (timeouts, resets, other server errors, or a dependency that accepts nothing
+// at all) rather than on the overload the throttle is already handling.
+func Overloaded(c classify.Classification) bool {
+	return c.Verdict == classify.Counts && c.Outcome == classify.Failed && capacitySignal(c.Class)
+}
+
 // capacitySignal reports whether a Failed call of class says the dependency had no
 // room for it.
 func capacitySignal(c classify.Class) bool {

@@ -25,18 +25,19 @@
 //
 // # Priorities
 //
-// A call has a [Priority]: Low, Normal (the zero value), High or Critical. Each
-// priority has a threshold t on p (defaults 0, 0.1, 0.3 and 0.6): a call is refused
-// with probability
+// A call has a [Priority]: Low, Normal (the zero value), High or Critical. The share p
+// is taken from the lowest priorities first: while shedding, the throttle counts the
+// mix of priorities it is asked about (forgetting a quarter of it each bucket), and a
+// priority whose share of the mix is d, with s of p left after the priorities below it
+// were shed entirely, is refused with probability min(1, s/d). With a quarter of the
+// calls at each priority and p = 0.5, every Low and Normal call is refused and no High
+// or Critical one; at p = 0.9 Critical calls are refused 60% of the time. Until the mix
+// holds 16 calls every call is refused with probability p. Because the share refused
+// is p whatever the mix, what is sent stays about K times what is accepted.
 //
-//	max(0, (p − t) / (1 − t))
-//
-// so Low calls are shed at p itself, a Critical call only once p is above 0.6, and
-// every priority is shed entirely as p approaches 1. Any Critical threshold above 1/3
-// keeps critical calls refused less than half as often as low ones at p = 0.5. At p = 0.5 a Low call is refused
-// half the time, a Normal one 44%, a High one 29% and a Critical one never. Because
-// refused calls count as requests, sparing the critical ones raises p until the lower
-// priorities give up what is needed.
+// [Throttle.AllowDraw] takes the random draw from the caller: calls given the same
+// draw are shed together. Package callbacks draws once per invocation, so a turn whose
+// priority is being shed in part loses all of its calls to the dependency or none.
 //
 // # Cost
 //

@@ -26,12 +26,24 @@ func Example() {
 	}
 	p := th.Probability()
 	fmt.Printf("shedding %.2f of low calls\n", p)
-	fmt.Printf("a critical call is refused with probability %.2f\n", th.ShedProbability(p, throttle.Critical))
+
+	// While shedding, the throttle learns the mix: here a quarter of each priority.
+	for range 10 {
+		for _, pr := range throttle.Priorities() {
+			th.Allow(pr)
+		}
+	}
+	for _, pr := range throttle.Priorities() {
+		fmt.Printf("%s calls refused with probability %.2f\n", pr, th.ShedProbability(0.5, pr))
+	}
 
 	fc.Advance(time.Minute) // the window forgets
 	fmt.Println("after a quiet minute:", th.Probability())
 	// Output:
 	// shedding 0.50 of low calls
-	// a critical call is refused with probability 0.00
+	// low calls refused with probability 1.00
+	// normal calls refused with probability 1.00
+	// high calls refused with probability 0.00
+	// critical calls refused with probability 0.00
 	// after a quiet minute: 0
 }

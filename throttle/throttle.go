@@ -22,8 +22,6 @@ const (
 	DefaultBuckets     = 10
 )
 
-// DefaultThresholds are the thresholds on p below which a priority is never shed.
-var DefaultThresholds = map[Priority]float64{Low: 0, Normal: 0.1, High: 0.3, Critical: 0.6}
 
 // Config configures one Throttle. Zero fields take the defaults.
 type Config struct {
@@ -43,11 +41,6 @@ type Config struct {
 	// Buckets is how many slices the window slides by (1 to 8192); Window/Buckets must
 	// be at least a millisecond. Defaults to 10.
 	Buckets int
-	// Thresholds override DefaultThresholds per priority: a call of that priority is
-	// never shed while p is at or below its threshold, and shed with probability
-	// (p − t)/(1 − t) above it. Each is in [0, 1), and a higher priority's threshold is
-	// never below a lower one's. Defaults to DefaultThresholds.
-	Thresholds map[Priority]float64
 	// Clock is the time source. Defaults to the system clock, read through package
 	// clock's coarse cache on the lock-free paths.
 	Clock clock.Clock
@@ -67,12 +60,14 @@ type Throttle struct {
 	name      string
 	k         float64
 	minReq    uint64
-	threshold [numPriorities]float64
 	clk       clock.Clock
 	epoch     time.Time
 	rand      func() uint64
 
 	shed  [numPriorities]atomic.Uint64 // refusals per priority, over the throttle's life
+	// demand counts the calls of each priority asked about while shedding, decayed by a
+	// quarter each bucket: the mix the share p is taken from, lowest priorities first.
+	demand [numPriorities]atomic.Uint64
 	fleet atomic.Pointer[fleetSums]
 }
 
@@ -85,10 +80,6 @@ func New(cfg Config) (*Throttle, error) {
 	t := &Throttle{name: c.Name, k: c.K, minReq: uint64(c.MinRequests), clk: c.Clock, rand: c.Rand}
 	t.win.width = int64(c.Window) / int64(c.Buckets)
 	t.win.slots = make([]atomic.Uint64, c.Buckets)
-	for p := Low; p <= Critical; p++ {
-		t.threshold[p] = c.Thresholds[p]
-	}
-	t.threshold[0] = t.threshold[Normal]
 	if t.clk == nil {
 		t.epoch = clock.CoarseBase()
 	} else {
@@ -120,14 +111,6 @@ func (cfg Config) WithDefaults() Config {
 	if cfg.Buckets == 0 {
 		cfg.Buckets = DefaultBuckets
 	}
-	th := make(map[Priority]float64, 4)
-	for p, v := range DefaultThresholds {
-		th[p] = v
-	}
-	for p, v := range cfg.Thresholds {
-		th[p] = v
-	}
-	cfg.Thresholds = th
 	return cfg
 }
 
@@ -147,23 +130,6 @@ func (cfg Config) Validate() error {
 		return bad("Buckets", cfg.Buckets, fmt.Sprintf("must be between 1 and %d", maxBuckets))
 	case cfg.Window/time.Duration(cfg.Buckets) < time.Millisecond:
 		return bad("Window", cfg.Window, fmt.Sprintf("must be at least a millisecond per bucket (%d buckets)", cfg.Buckets))
-	}
-	for p := range cfg.Thresholds {
-		if p == 0 || !p.Valid() {
-			return bad(fmt.Sprintf("Thresholds[%s]", p), cfg.Thresholds[p], "is not a priority (low, normal, high, critical)")
-		}
-	}
-	prev := 0.0
-	for _, p := range Priorities() {
-		v := cfg.Thresholds[p]
-		field := fmt.Sprintf("Thresholds[%s]", p)
-		if math.IsNaN(v) || v < 0 || v >= 1 {
-			return bad(field, v, "must be in [0, 1)")
-		}
-		if v < prev {
-			return bad(field, v, fmt.Sprintf("must not be below a lower priority's threshold (%g)", prev))
-		}
-		prev = v
 	}
 	return nil
 }
@@ -207,21 +173,39 @@ func (t *Throttle) AllowAt(now time.Time, p Priority) bool {
 	return t.allowAt(t.toNanos(now), p)
 }
 
-func (t *Throttle) allowAt(now int64, p Priority) bool {
+// AllowDraw is Allow with the caller's uniform random draw in place of the
+// throttle's own. Calls given the same draw are shed together: at one share p, a draw
+// refused for one call of a priority is refused for all of them. Package callbacks
+// draws once per invocation, so that a turn gets all of its calls to a dependency or
+// none, instead of half its data.
+func (t *Throttle) AllowDraw(p Priority, draw uint64) bool {
+	if t.prob.Load() == 0 {
+		return true
+	}
+	return t.decide(t.nanos(), p, draw, true)
+}
+
+func (t *Throttle) allowAt(now int64, p Priority) bool { return t.decide(now, p, 0, false) }
+
+func (t *Throttle) decide(now int64, p Priority, draw uint64, given bool) bool {
 	e := t.win.epochOf(now)
 	pr := math.Float64frombits(t.prob.Load())
 	if t.at.Load() != e {
 		pr = t.recompute(e) // a quiet spell: the window slid since p was computed
 	}
-	th := t.threshold[p.norm()]
-	if pr <= th {
+	pn := p.norm()
+	t.demand[pn].Add(1)
+	q := t.shedShare(pr, pn)
+	if q <= 0 {
 		return true
 	}
-	q := (pr - th) / (1 - th)
-	if q < 1 && float64(t.draw()>>11)*(1.0/(1<<53)) >= q {
+	if !given {
+		draw = t.draw()
+	}
+	if q < 1 && float64(draw>>11)*(1.0/(1<<53)) >= q {
 		return true
 	}
-	t.shed[p.norm()].Add(1)
+	t.shed[pn].Add(1)
 	t.count(e, false)
 	return false
 }
@@ -238,6 +222,12 @@ func (t *Throttle) draw() uint64 {
 // (cancelled, stopped locally).
 func (t *Throttle) Report(accepted bool) { t.count(t.win.epochOf(t.nanos()), accepted) }
 
+// Refused counts one call that something else refused (an open breaker): a request
+// without an accept, as a failed call would be. Counting them keeps the outage in the
+// window, so that when the breaker closes, calls come back as the dependency accepts
+// them rather than all at once.
+func (t *Throttle) Refused() { t.count(t.win.epochOf(t.nanos()), false) }
+
 // ReportAt is Report at the time given by the caller.
 func (t *Throttle) ReportAt(now time.Time, accepted bool) {
 	t.count(t.win.epochOf(t.toNanos(now)), accepted)
@@ -251,6 +241,9 @@ const recomputeEvery = 8
 
 func (t *Throttle) count(e int64, accepted bool) {
 	n, fresh := t.win.add(e, accepted)
+	if fresh {
+		t.decay()
+	}
 	// An accepted call can only lower p: while p is 0 there is nothing to lower.
 	if !accepted || ((fresh || n%recomputeEvery == 0) && t.prob.Load() != 0) {
 		t.recompute(e)
@@ -284,6 +277,13 @@ func shedShare(req, acc uint64, k float64, minReq uint64) float64 {
 	return max(0, (float64(req)-k*float64(acc))/float64(req+1))
 }
 
+// Accepting reports whether the window holds at least one accepted call: the
+// dependency is up, if only in part. Fleet counts included.
+func (t *Throttle) Accepting() bool {
+	_, acc := t.sums(t.win.epochOf(t.nanos()))
+	return acc > 0
+}
+
 // Counts are the requests and accepts in a throttle's window.
 type Counts struct {
 	Requests, Accepts uint64
@@ -307,13 +307,52 @@ func (t *Throttle) ProbabilityAt(now time.Time) float64 {
 	return t.recompute(t.win.epochOf(t.toNanos(now)))
 }
 
-// ShedProbability returns the chance that a call of priority pr is refused at share p.
-func (t *Throttle) ShedProbability(p float64, pr Priority) float64 {
-	th := t.threshold[pr.norm()]
-	if p <= th {
-		return 0
+// ShedProbability returns the chance that a call of priority pr is refused at share
+// p, given the mix of priorities the throttle has seen while shedding (see the package
+// doc for the rule).
+func (t *Throttle) ShedProbability(p float64, pr Priority) float64 { return t.shedShare(p, pr.norm()) }
+
+// minDemand is how many calls the mix must have counted before priorities are told
+// apart: until then every call is shed with probability p.
+const minDemand = 16
+
+// shedShare takes the share p from the lowest priorities first: low calls are refused
+// until all of them are, then normal ones, then high, then critical. With the mix's
+// shares d, a priority is refused with probability min(1, what is left of p / d).
+func (t *Throttle) shedShare(p float64, pn Priority) float64 {
+	var d [numPriorities]float64
+	var total float64
+	for q := Low; q <= Critical; q++ {
+		d[q] = float64(t.demand[q].Load())
+		total += d[q]
 	}
-	return min(1, (p-th)/(1-th))
+	if total < minDemand {
+		return min(1, p)
+	}
+	left := p
+	for q := Low; q <= Critical; q++ {
+		share := d[q] / total
+		if q == pn {
+			if share == 0 {
+				return min(1, max(0, left)) // not in the mix yet: shed as the rest of it
+			}
+			return min(1, max(0, left/share))
+		}
+		left -= share
+		if left <= 0 {
+			return 0
+		}
+	}
+	return 0
+}
+
+// decay forgets a quarter of the mix, once per bucket.
+func (t *Throttle) decay() {
+	for q := Low; q <= Critical; q++ {
+		if v := t.demand[q].Load(); v > 0 {
+			t.demand[q].Store(v - v/4)
+		}
+	}
 }
 
 // Shed returns how many calls of priority p the throttle refused over its life.
@@ -323,6 +362,9 @@ func (t *Throttle) Shed(p Priority) uint64 { return t.shed[p.norm()].Load() }
 func (t *Throttle) Reset() {
 	t.win.reset()
 	t.prob.Store(0)
+	for q := range t.demand {
+		t.demand[q].Store(0)
+	}
 }
 
 func (t *Throttle) now() time.Time {

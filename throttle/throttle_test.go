@@ -89,27 +89,43 @@ func TestAQuietSpellForgetsTheShedding(t *testing.T) {
 	require.Zero(t, th.Probability())
 }
 
-// The rule of the package doc: a call of priority q is refused with probability
-// max(0, (p − t_q)/(1 − t_q)).
-func TestShedProbabilityFollowsTheThresholds(t *testing.T) {
+// mix asks the throttle about n calls of each priority, as a shedding agent would.
+func mix(th *throttle.Throttle, n int) {
+	for range n {
+		for _, pr := range throttle.Priorities() {
+			th.Allow(pr)
+		}
+	}
+}
+
+// The rule of the package doc: p is taken from the lowest priorities first.
+func TestPrioritiesAreShedLowestFirst(t *testing.T) {
 	t.Parallel()
-	th := throttle.MustNew(throttle.Config{})
+	fc := clock.NewFake(time.Time{})
+	th := throttle.MustNew(throttle.Config{Clock: fc, K: 1, MinRequests: 1, Rand: seeded(2)})
+	th.Report(true)
+	th.Report(false)
+	// No mix yet: every priority is shed at p.
+	require.InDelta(t, 0.5, th.ShedProbability(0.5, throttle.Critical), 1e-12)
+	mix(th, 10) // a quarter each
 	tests := []struct {
 		p    float64
 		pr   throttle.Priority
 		want float64
 	}{
-		{0.5, throttle.Low, 0.5},
-		{0.5, throttle.Normal, (0.5 - 0.1) / 0.9},
-		{0.5, 0, (0.5 - 0.1) / 0.9},
-		{0.5, throttle.High, (0.5 - 0.3) / 0.7},
+		{0.5, throttle.Low, 1},
+		{0.5, throttle.Normal, 1},
+		{0.5, 0, 1},
+		{0.5, throttle.High, 0},
 		{0.5, throttle.Critical, 0},
-		{0.8, throttle.Critical, 0.5},
+		{0.1, throttle.Low, 0.4},
+		{0.1, throttle.Normal, 0},
+		{0.6, throttle.High, 0.4},
+		{0.9, throttle.Critical, 0.6},
 		{1, throttle.Critical, 1},
-		{0.05, throttle.Normal, 0},
 	}
 	for _, tt := range tests {
-		require.InDelta(t, tt.want, th.ShedProbability(tt.p, tt.pr), 1e-12, "p=%v %s", tt.p, tt.pr)
+		require.InDelta(t, tt.want, th.ShedProbability(tt.p, tt.pr), 1e-9, "p=%v %s", tt.p, tt.pr)
 	}
 }
 
@@ -117,29 +133,49 @@ func TestShedProbabilityFollowsTheThresholds(t *testing.T) {
 // ones: measured over real Allow calls, with p held near 0.5 by a large window.
 func TestCriticalCallsAreShedLessThanHalfAsOftenAsLowAtHalfShedding(t *testing.T) {
 	t.Parallel()
-	for _, thresholds := range []map[throttle.Priority]float64{nil, {throttle.Critical: 0.4, throttle.High: 0.2, throttle.Normal: 0.1}} {
-		fc := clock.NewFake(time.Time{})
-		th := throttle.MustNew(throttle.Config{Clock: fc, K: 1, MinRequests: 1, Rand: seeded(7), Thresholds: thresholds})
-		report(th, 400_000, 198_000) // p = 202000/400001 ≈ 0.505
-		require.InDelta(t, 0.5, th.Probability(), 0.01)
+	fc := clock.NewFake(time.Time{})
+	th := throttle.MustNew(throttle.Config{Clock: fc, K: 1, MinRequests: 1, Rand: seeded(7)})
+	report(th, 400_000, 198_000) // p = 202000/400001 ≈ 0.505
+	require.InDelta(t, 0.5, th.Probability(), 0.01)
 
-		refused := map[throttle.Priority]int{}
-		const calls = 4000
-		for range calls {
-			for _, pr := range throttle.Priorities() {
-				if !th.Allow(pr) {
-					refused[pr]++
-				}
+	refused := map[throttle.Priority]int{}
+	const calls = 4000
+	for range calls {
+		for _, pr := range throttle.Priorities() {
+			if !th.Allow(pr) {
+				refused[pr]++
 			}
 		}
-		low := float64(refused[throttle.Low]) / calls
-		require.InDelta(t, 0.5, low, 0.05, "low calls are shed at p")
-		require.Less(t, refused[throttle.Critical]*2, refused[throttle.Low], "thresholds %v: %v", thresholds, refused)
-		require.Less(t, refused[throttle.High], refused[throttle.Normal])
-		require.Less(t, refused[throttle.Normal], refused[throttle.Low])
-		require.Equal(t, uint64(refused[throttle.Critical]), th.Shed(throttle.Critical))
-		require.Equal(t, uint64(refused[throttle.Low]), th.Shed(throttle.Low))
 	}
+	total := refused[throttle.Low] + refused[throttle.Normal] + refused[throttle.High] + refused[throttle.Critical]
+	require.InDelta(t, 0.5, float64(total)/(4*calls), 0.03, "the share refused is p: %v", refused)
+	require.Less(t, refused[throttle.Critical]*2, refused[throttle.Low], "%v", refused)
+	require.LessOrEqual(t, refused[throttle.High], refused[throttle.Normal])
+	require.LessOrEqual(t, refused[throttle.Normal], refused[throttle.Low])
+	require.Equal(t, uint64(refused[throttle.Critical]), th.Shed(throttle.Critical))
+	require.Equal(t, uint64(refused[throttle.Low]), th.Shed(throttle.Low))
+}
+
+func TestCallsWithTheSameDrawAreShedTogether(t *testing.T) {
+	t.Parallel()
+	fc := clock.NewFake(time.Time{})
+	th := throttle.MustNew(throttle.Config{Clock: fc, K: 1, MinRequests: 1})
+	report(th, 1000, 500) // p ≈ 0.5; one priority: every call at p
+	r := rand.New(rand.NewPCG(9, 9))
+	together, shed := 0, 0
+	for range 1000 {
+		d := r.Uint64()
+		a, b := th.AllowDraw(throttle.Normal, d), th.AllowDraw(throttle.Normal, d)
+		if a == b {
+			together++
+		}
+		if !a {
+			shed++
+		}
+	}
+	require.Equal(t, 1000, together, "one draw, one decision")
+	require.Greater(t, shed, 400, "p starts near 0.5 and rises as refused calls add requests")
+	require.Less(t, shed, 900)
 }
 
 func TestRefusedCallsCountAsRequests(t *testing.T) {
@@ -197,11 +233,6 @@ func TestNewRefusesBadInput(t *testing.T) {
 		{"tiny buckets", throttle.Config{Window: 5 * time.Millisecond, Buckets: 10}, "Window", "5ms"},
 		{"negative Buckets", throttle.Config{Buckets: -1}, "Buckets", "-1"},
 		{"too many Buckets", throttle.Config{Window: time.Hour, Buckets: 100_000}, "Buckets", "100000"},
-		{"threshold 1", throttle.Config{Thresholds: map[throttle.Priority]float64{throttle.Critical: 1}}, "Thresholds[critical]", "1"},
-		{"negative threshold", throttle.Config{Thresholds: map[throttle.Priority]float64{throttle.Low: -0.1}}, "Thresholds[low]", "-0.1"},
-		{"decreasing thresholds", throttle.Config{Thresholds: map[throttle.Priority]float64{throttle.High: 0.05}}, "Thresholds[high]", "0.05"},
-		{"unknown priority", throttle.Config{Thresholds: map[throttle.Priority]float64{9: 0.5}}, "Thresholds[Priority(9)]", "0.5"},
-		{"zero priority", throttle.Config{Thresholds: map[throttle.Priority]float64{0: 0.5}}, "Thresholds[normal]", "0.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

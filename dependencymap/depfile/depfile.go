@@ -49,8 +49,6 @@ type Throttle struct {
 	MinRequests int     `json:"min_requests" yaml:"min_requests"`
 	Window      string  `json:"window" yaml:"window"`
 	Buckets     int     `json:"buckets" yaml:"buckets"`
-	// Thresholds maps priority names to the share p above which that priority is shed.
-	Thresholds map[string]float64 `json:"thresholds" yaml:"thresholds"`
 }
 
 // Model is dependencymap.ModelEndpoint on disk.
@@ -310,24 +308,10 @@ func (ft *Throttle) config(where string) (*throttle.Config, error) {
 		}
 		c.Window = v
 	}
-	if len(ft.Thresholds) > 0 {
-		c.Thresholds = make(map[throttle.Priority]float64, len(ft.Thresholds))
-	}
-	for name, v := range ft.Thresholds {
-		pr, err := throttle.ParsePriority(name)
-		if err != nil || name == "" {
-			return nil, fmt.Errorf("dependencymap: %s.thresholds.%s = %v: want low, normal, high or critical as the key", where, name, v)
-		}
-		c.Thresholds[pr] = v
-	}
 	if err := c.WithDefaults().Validate(); err != nil {
 		var ce *throttle.ConfigError
 		if errors.As(err, &ce) {
-			field, ok := throttleFields[ce.Field]
-			if !ok && strings.HasPrefix(ce.Field, "Thresholds[") {
-				field, ok = "thresholds."+strings.TrimSuffix(strings.TrimPrefix(ce.Field, "Thresholds["), "]"), true
-			}
-			if ok {
+			if field, ok := throttleFields[ce.Field]; ok {
 				return nil, fmt.Errorf("dependencymap: %s.%s = %v: %s", where, field, ce.Value, ce.Problem)
 			}
 		}

@@ -20,7 +20,6 @@ dependencies:
       min_requests: 10
       window: 20s
       buckets: 4
-      thresholds: {critical: 0.7}
     priorities:
       suggest: low
       checkout_lookup: critical
@@ -33,8 +32,7 @@ func TestThrottleFromTheDependencyFile(t *testing.T) {
 	cfg, err := depfile.ParseYAML([]byte(throttleYAML))
 	require.NoError(t, err)
 	got := cfg.Dependencies["search"]
-	require.Equal(t, &throttle.Config{K: 1.5, MinRequests: 10, Window: 20 * time.Second, Buckets: 4,
-		Thresholds: map[throttle.Priority]float64{throttle.Critical: 0.7}}, got.Throttle)
+	require.Equal(t, &throttle.Config{K: 1.5, MinRequests: 10, Window: 20 * time.Second, Buckets: 4}, got.Throttle)
 	require.Equal(t, map[string]throttle.Priority{"suggest": throttle.Low, "checkout_lookup": throttle.Critical}, got.Priorities)
 	require.Nil(t, cfg.Dependencies["crm"].Throttle, "opt-in: no throttle unless asked")
 
@@ -51,9 +49,6 @@ func TestThrottleFromTheDependencyFile(t *testing.T) {
 		th.Throttle.Report(i < 4)
 	}
 	require.InDelta(t, 4/11.0, th.Throttle.Probability(), 1e-9)
-	// The critical threshold from the file is the one in force.
-	require.InDelta(t, 0, th.Throttle.ShedProbability(0.7, throttle.Critical), 1e-12)
-	require.InDelta(t, (0.85-0.7)/0.3, th.Throttle.ShedProbability(0.85, throttle.Critical), 1e-12)
 
 	_, err = depfile.ParseJSON([]byte(`{"dependencies": {"s": {"tools": ["a"], "throttle": {}}}}`))
 	require.NoError(t, err, "an empty throttle object takes the defaults")
@@ -66,8 +61,6 @@ func TestThrottleBadInputInTheDependencyFile(t *testing.T) {
 		{"min_requests", "dependencies:\n  s:\n    tools: [a]\n    throttle: {min_requests: -1}\n", "dependencies.s.throttle.min_requests = -1"},
 		{"window", "dependencies:\n  s:\n    tools: [a]\n    throttle: {window: soon}\n", `dependencies.s.throttle.window = "soon"`},
 		{"buckets", "dependencies:\n  s:\n    tools: [a]\n    throttle: {buckets: -2}\n", "dependencies.s.throttle.buckets = -2"},
-		{"threshold value", "dependencies:\n  s:\n    tools: [a]\n    throttle: {thresholds: {high: 1.5}}\n", "dependencies.s.throttle.thresholds.high = 1.5: must be in [0, 1)"},
-		{"threshold key", "dependencies:\n  s:\n    tools: [a]\n    throttle: {thresholds: {urgent: 0.5}}\n", "dependencies.s.throttle.thresholds.urgent = 0.5"},
 		{"priority name", "dependencies:\n  s:\n    tools: [a]\n    priorities: {a: urgent}\n", `dependencies.s.priorities.a = "urgent"`},
 		{"priority of a stranger", "dependencies:\n  s:\n    tools: [a]\n    priorities: {b: low}\n", `Priorities["b"] = low: "b" is not one of its Tools`},
 		{"unknown field", "dependencies:\n  s:\n    tools: [a]\n    throttle: {kk: 2}\n", "field kk not found"},
