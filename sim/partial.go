@@ -347,4 +347,3 @@ func (pr *PartialResult) Table() string {
 	}
 	return b.String()
 }
-

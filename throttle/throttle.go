@@ -22,7 +22,6 @@ const (
 	DefaultBuckets     = 10
 )
 
-
 // Config configures one Throttle. Zero fields take the defaults.
 type Config struct {
 	// Name identifies the throttle in errors and metrics: the dependency key. Defaults
@@ -57,18 +56,18 @@ type Throttle struct {
 	at   atomic.Int64  // the epoch prob was computed in
 	win  window
 
-	name      string
-	k         float64
-	minReq    uint64
-	clk       clock.Clock
-	epoch     time.Time
-	rand      func() uint64
+	name   string
+	k      float64
+	minReq uint64
+	clk    clock.Clock
+	epoch  time.Time
+	rand   func() uint64
 
-	shed  [numPriorities]atomic.Uint64 // refusals per priority, over the throttle's life
+	shed [numPriorities]atomic.Uint64 // refusals per priority, over the throttle's life
 	// demand counts the calls of each priority asked about while shedding, decayed by a
 	// quarter each bucket: the mix the share p is taken from, lowest priorities first.
 	demand [numPriorities]atomic.Uint64
-	fleet atomic.Pointer[fleetSums]
+	fleet  atomic.Pointer[fleetSums]
 }
 
 // New returns a throttle, or a *ConfigError naming the first invalid field.
