@@ -14,6 +14,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/telemetry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
+	"github.com/agentbreaker/agentbreaker/throttle"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
@@ -49,10 +50,14 @@ func exerciseTelemetry(t *testing.T, reg prometheus.Registerer) *telemetry.Telem
 	t.Helper()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg})
 	deps := dependencymap.MustNew(dependencymap.Config{
-		Dependencies:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}}},
+		Dependencies: map[string]dependencymap.Dependency{
+			"crm":    {Tools: []string{"lookup_customer"}},
+			"search": {Tools: []string{"web_search"}, Throttle: &throttle.Config{}},
+		},
 		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
 	})
 	tel.Watch(deps)
+	tel.WatchThrottles(deps)
 	ctx := context.Background()
 	tel.CallOutcome(ctx, observe.Call{Dependency: "crm", Tool: "lookup_customer", Outcome: classify.Succeeded, Elapsed: time.Millisecond})
 	tel.ShortCircuit(ctx, observe.ShortCircuit{Dependency: "crm", Tool: "lookup_customer", State: breaker.Open})
