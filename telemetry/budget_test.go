@@ -19,8 +19,8 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/telemetry"
-	"github.com/agentbreaker/agentbreaker/throttle"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
+	"github.com/agentbreaker/agentbreaker/throttle"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 

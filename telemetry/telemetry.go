@@ -28,7 +28,7 @@ type Telemetry struct {
 	sources  atomic.Pointer[[]BreakerSource] // copy-on-write list read by scrapes and lookups
 	// throttleSources is the same for throttles (WatchThrottles).
 	throttleSources atomic.Pointer[[]ThrottleSource]
-	fleet    atomic.Pointer[FleetSource]     // fleet mode's counters and scopes, read by scrapes
+	fleet           atomic.Pointer[FleetSource] // fleet mode's counters and scopes, read by scrapes
 
 	budget  *seriesBudget
 	started time.Time // when New ran: agentbreaker_start_time_seconds
