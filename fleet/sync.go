@@ -56,6 +56,7 @@ func (f *Fleet) sync() {
 		cmds[i] = syncScript.EvalSha(ctx, pipe, m.keys, f.args(m, reports[i])...)
 	}
 	f.stats.commands.Add(int64(len(members)))
+	throttles, tcmds := f.queueThrottles(ctx, pipe)
 	_, err := pipe.Exec(ctx)
 	if err != nil {
 		if redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -73,6 +74,7 @@ func (f *Fleet) sync() {
 	for i, m := range members {
 		f.apply(m, reports[i], cmds[i], start)
 	}
+	applyThrottles(throttles, tcmds, start)
 }
 
 // current returns the attached breakers, first attaching those the maps created since.
