@@ -219,7 +219,10 @@ func (t *Throttle) draw() uint64 {
 // Report counts one sent call: accepted when the dependency handled it (see [Judge]).
 // Do not report a call whose outcome says nothing about the dependency's capacity
 // (cancelled, stopped locally).
-func (t *Throttle) Report(accepted bool) { t.count(t.win.epochOf(t.nanos()), accepted) }
+func (t *Throttle) Report(accepted bool) {
+	e, slot := t.win.bucketOf(t.nanos())
+	t.countAt(e, slot, accepted)
+}
 
 // Refused counts one call that something else refused (an open breaker): a request
 // without an accept, as a failed call would be. Counting them keeps the outage in the
@@ -239,7 +242,11 @@ func (t *Throttle) ReportAt(now time.Time, accepted bool) {
 const recomputeEvery = 8
 
 func (t *Throttle) count(e int64, accepted bool) {
-	n, fresh := t.win.add(e, accepted)
+	t.countAt(e, int(uint64(e)%uint64(len(t.win.slots))), accepted)
+}
+
+func (t *Throttle) countAt(e int64, slot int, accepted bool) {
+	n, fresh := t.win.addAt(e, slot, accepted)
 	if fresh {
 		t.decay()
 	}

@@ -21,21 +21,34 @@ const (
 type window struct {
 	width int64 // nanoseconds per bucket
 	slots []atomic.Uint64
-	cur   atomic.Int64 // the epoch of the last bucket a caller found, to skip a division
+	// cur is the last bucket a caller found, epoch<<slotBits | slot, so that a report
+	// inside it pays neither the division for its epoch nor the one for its slot.
+	cur atomic.Int64
 }
+
+// slotBits holds a slot index (maxBuckets is below 1<<slotBits).
+const slotBits = 14
 
 // epochOf returns the bucket epoch of now (nanoseconds since the throttle's start).
 func (w *window) epochOf(now int64) int64 {
+	e, _ := w.bucketOf(now)
+	return e
+}
+
+// bucketOf returns the bucket epoch of now and its slot in the ring.
+func (w *window) bucketOf(now int64) (e int64, slot int) {
 	if now < 0 {
 		now = 0
 	}
-	e := w.cur.Load()
+	c := w.cur.Load()
+	e, slot = c>>slotBits, int(c&(1<<slotBits-1))
 	if d := now - e*w.width; d >= 0 && d < w.width {
-		return e
+		return e, slot
 	}
 	e = now / w.width
-	w.cur.Store(e)
-	return e
+	slot = int(uint64(e) % uint64(len(w.slots)))
+	w.cur.Store(e<<slotBits | int64(slot))
+	return e, slot
 }
 
 // add counts one request, accepted or not, in the bucket of epoch e. It returns the
@@ -44,7 +57,12 @@ func (w *window) epochOf(now int64) int64 {
 // stays what it was. A report that finds its bucket already reused by a later epoch
 // (an injected clock that went back) is dropped.
 func (w *window) add(e int64, accepted bool) (requests uint64, fresh bool) {
-	slot := &w.slots[uint64(e)%uint64(len(w.slots))]
+	return w.addAt(e, int(uint64(e)%uint64(len(w.slots))), accepted)
+}
+
+// addAt is add with the slot of epoch e already known.
+func (w *window) addAt(e int64, i int, accepted bool) (requests uint64, fresh bool) {
+	slot := &w.slots[i]
 	tag := uint64(e) & epochMask
 	d := uint64(1) << reqShift
 	if accepted {
