@@ -341,3 +341,28 @@ func TestATotalOutageIsLeftToTheBreaker(t *testing.T) {
 	th.Report(true)
 	require.InDelta(t, (501-2)/502.0, th.Probability(), 1e-12)
 }
+
+// Reports racing across bucket boundaries: whatever order they land in, the buckets
+// still in the window count exactly the reports made in them (older ones are reset,
+// late ones for a reused slot dropped).
+func TestRacingReportsAcrossBucketsCountTheWindowExactly(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	th := throttle.MustNew(throttle.Config{Clock: clock.NewFake(start), Window: 2 * time.Second, Buckets: 2, MinRequests: 1})
+	const workers, epochs, each = 4, 20, 500
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for e := range epochs {
+				at := start.Add(time.Duration(e)*time.Second + time.Duration(w)*time.Millisecond)
+				for i := range each {
+					th.ReportAt(at, i%3 == 0)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got := th.CountsAt(start.Add((epochs-1)*time.Second + time.Millisecond*500))
+	perEpochAccepts := uint64(workers * ((each + 2) / 3))
+	require.Equal(t, throttle.Counts{Requests: 2 * workers * each, Accepts: 2 * perEpochAccepts}, got)
+}
