@@ -108,5 +108,8 @@ func applyThrottles(ms []*throttleMember, cmds []*redis.Cmd, at time.Time) {
 			continue
 		}
 		m.others.Store(&othersCounts{c: throttle.Counts{Requests: uint64(toInt(v[0])), Accepts: uint64(toInt(v[1]))}, at: at})
+		// Recompute the share now: a replica whose own calls all succeed would
+		// otherwise not look at the fleet's window until one of them failed.
+		m.th.Probability()
 	}
 }
