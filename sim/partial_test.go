@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 func rowsByName(pr *sim.PartialResult) map[string]sim.Row {
@@ -57,4 +58,19 @@ func TestRunPartialRefusesBadInput(t *testing.T) {
 	}
 	_, err := sim.RunPartial(sim.Partial{Failing: 0.5, Peers: []sim.Peer{{Name: "x"}}}, sim.Options{})
 	require.ErrorContains(t, err, "Peers[0]")
+}
+
+// Partial.Throttle is the throttle the rows run: a higher K sends more per success.
+func TestPartialThrottleConfigIsUsed(t *testing.T) {
+	t.Parallel()
+	waste := func(k float64) float64 {
+		pr, err := sim.RunPartial(sim.Partial{Failing: 0.6, Throttle: throttle.Config{K: k}}, sim.Options{})
+		require.NoError(t, err)
+		return rowsByName(pr)[sim.StrategyThrottle].Waste
+	}
+	low, high := waste(1.1), waste(2)
+	require.Less(t, low, high)
+	require.InDelta(t, 1.1, low, 0.15)
+	_, err := sim.RunPartial(sim.Partial{Failing: 0.6, Throttle: throttle.Config{K: 0.5}}, sim.Options{})
+	require.ErrorContains(t, err, "K = 0.5")
 }
