@@ -51,16 +51,11 @@ func (w *window) bucketOf(now int64) (e int64, slot int) {
 	return e, slot
 }
 
-// add counts one request, accepted or not, in the bucket of epoch e. It returns the
-// bucket's request count after the add and whether this add started the bucket afresh
-// (the window slid). A bucket that is full (2^24 requests) stops counting: its ratio
-// stays what it was. A report that finds its bucket already reused by a later epoch
-// (an injected clock that went back) is dropped.
-func (w *window) add(e int64, accepted bool) (requests uint64, fresh bool) {
-	return w.addAt(e, int(uint64(e)%uint64(len(w.slots))), accepted)
-}
-
-// addAt is add with the slot of epoch e already known.
+// addAt counts one request, accepted or not, in the bucket of epoch e, whose slot in
+// the ring is i. It returns the bucket's request count after the add and whether this
+// add started the bucket afresh (the window slid). A bucket that is full (2^24
+// requests) stops counting: its ratio stays what it was. A report that finds its
+// bucket already reused by a later epoch (an injected clock that went back) is dropped.
 func (w *window) addAt(e int64, i int, accepted bool) (requests uint64, fresh bool) {
 	slot := &w.slots[i]
 	tag := uint64(e) & epochMask
