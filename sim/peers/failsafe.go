@@ -19,7 +19,7 @@ func FailsafeThrottler() sim.Peer {
 		Name:        "failsafe-go-adaptivethrottler",
 		Description: "failsafe-go v0.9.8 adaptivethrottler defaults (success threshold 0.9 over 1m, max rejection 0.9); one attempt, errors to the model",
 		New: func(now func() time.Time) sim.PeerGuard {
-			return &failsafeGuard{now: now, offset: now().Sub(time.Now()), t: adaptivethrottler.NewWithDefaults[any]()}
+			return &failsafeGuard{now: now, offset: time.Until(now()), t: adaptivethrottler.NewWithDefaults[any]()}
 		},
 	}
 }
@@ -32,7 +32,7 @@ type failsafeGuard struct {
 
 // sync moves the bubble's clock to the simulator's.
 func (g *failsafeGuard) sync() {
-	if d := g.now().Add(-g.offset).Sub(time.Now()); d > 0 {
+	if d := time.Until(g.now().Add(-g.offset)); d > 0 {
 		time.Sleep(d)
 	}
 }
