@@ -3,8 +3,8 @@ package admin_test
 import (
 	"context"
 	"math"
-	"strconv"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
