@@ -37,7 +37,7 @@ type Config struct {
 	MinRequests int
 	// Window is the span the counts cover. Defaults to 30s.
 	Window time.Duration
-	// Buckets is how many slices the window slides by (1 to 8192); Window/Buckets must
+	// Buckets is how many slices the window slides by (1 to 16384); Window/Buckets must
 	// be at least a millisecond. Defaults to 10.
 	Buckets int
 	// Clock is the time source. Defaults to the system clock, read through package
