@@ -212,8 +212,7 @@ func TestBreakerStillOpensOnATotalOutageWithTheThrottleOn(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, x.fc.Now().Sub(start), throttle.DefaultWindow, "not before the accepts left the window")
 	require.Equal(t, breaker.Open, b.State())
-	require.Contains(t, x.kinds(), callbacks.EventShed)
-	require.LessOrEqual(t, x.srv.Requests(), int64(12), "the throttle kept shedding meanwhile")
+	require.LessOrEqual(t, x.srv.Requests(), int64(12), "one call a turn at most, and the breaker opens once 4 count")
 }
 
 func TestShedCallsCountTowardTheLoopGuard(t *testing.T) {
