@@ -17,6 +17,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/redact"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // BreakerStatus is one breaker in the state document.
@@ -55,6 +56,40 @@ type BreakerStatus struct {
 	// breaker follows the fleet, before its first sync, and when Config.Scopes does
 	// not implement ScopeErrors.
 	ScopeError string `json:"scope_error,omitempty"`
+	// Throttle is the dependency's throttle (package throttle), when it has one and the
+	// breaker source says so (*dependencymap.Map does).
+	Throttle *ThrottleStatus `json:"throttle,omitempty"`
+}
+
+// ThrottleStatus is a dependency's throttle in the state document.
+type ThrottleStatus struct {
+	// ShedShare is the share of calls it sheds now (p); 0 while it sheds nothing.
+	ShedShare float64 `json:"shed_share"`
+	// Requests and Accepts are its window's counts (this replica's).
+	Requests uint64 `json:"requests"`
+	Accepts  uint64 `json:"accepts"`
+	// Shed counts the calls it refused over its life, by priority name.
+	Shed map[string]uint64 `json:"shed"`
+}
+
+// throttleStatus reads the throttle of dependency name, if the source has one.
+func (h *Handler) throttleStatus(name string) *ThrottleStatus {
+	src, ok := h.breakers.(interface {
+		Throttle(string) (*throttle.Throttle, bool)
+	})
+	if !ok {
+		return nil
+	}
+	th, ok := src.Throttle(name)
+	if !ok {
+		return nil
+	}
+	c := th.Counts()
+	ts := &ThrottleStatus{ShedShare: th.Probability(), Requests: c.Requests, Accepts: c.Accepts, Shed: map[string]uint64{}}
+	for _, pr := range throttle.Priorities() {
+		ts.Shed[pr.String()] = th.Shed(pr)
+	}
+	return ts
 }
 
 // State is the document GET /api/state returns.
@@ -115,6 +150,7 @@ func (h *Handler) status(b *breaker.Breaker, now time.Time) BreakerStatus {
 	if st.Scope == ScopeLocal {
 		st.ScopeError = h.scopeError(s.Name)
 	}
+	st.Throttle = h.throttleStatus(s.Name)
 	if t, ok := h.breakers.(interface{ Tools(string) []string }); ok {
 		if tools := t.Tools(s.Name); tools != nil {
 			st.Tools = tools

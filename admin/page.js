@@ -152,6 +152,17 @@
       st.appendChild(document.createTextNode(" "));
       st.appendChild(pb);
     }
+    // A throttle shedding part of the dependency's calls (a partial outage): its share
+    // and, on hover, the calls shed by priority. Text only, from numbers.
+    if (b.throttle && b.throttle.shed_share > 0) {
+      tr.dataset.shedding = "true";
+      const sh = el("span", "shedding " + Math.round(b.throttle.shed_share * 100) + "%", "badge shedding");
+      const shed = b.throttle.shed || {};
+      sh.title = "partly overloaded: calls held back, by priority: " +
+        ["low", "normal", "high", "critical"].map((p) => p + " " + (Number(shed[p]) || 0)).join(", ");
+      st.appendChild(document.createTextNode(" "));
+      st.appendChild(sh);
+    }
     const openFor = cell(tr, b.down_since ? duration(b.open_for_seconds) : "", "open-for");
     if (b.down_since) openFor.title = "since " + b.down_since;
     cell(tr, b.window_failed_calls + " / " + b.window_slow_calls + " / " + b.window_calls, "window");

@@ -284,10 +284,11 @@ func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool, kind allowKind) 
 }
 
 // countRejection keeps the coarse clock fresh while callers are being rejected: every
-// clock.RefreshEvery rejections on a stripe read the clock precisely, so an open period
-// ends on time even when the clock's ticker cannot get a CPU.
+// clock.RefreshEvery rejections on a stripe (on average: one in rejectionSample is
+// counted, for rejectionSample) read the clock precisely, so an open period ends on
+// time even when the clock's ticker cannot get a CPU.
 func (b *Breaker) countRejection() {
-	if b.clk == nil && b.stripes.bump()%clock.RefreshEvery == 0 {
+	if b.clk == nil && cheaprand()%rejectionSample == 0 && b.stripes.bumpBy(rejectionSample)%clock.RefreshEvery == 0 {
 		refreshClock()
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // EventKind says what happened. Its String form is a bounded label for metrics.
@@ -57,6 +58,10 @@ const (
 	// EventQueued: an open breaker refused a call of a tool in Config.SideEffects.QueueTools, and
 	// Config.SideEffects.Admission queued it; the model was told when it expires.
 	EventQueued
+	// EventShed: the dependency's throttle held a call back while the dependency is
+	// partly overloaded (its breaker closed); the model got the shed payload. Priority
+	// is the call's priority.
+	EventShed
 )
 
 var kindNames = [...]string{
@@ -73,6 +78,7 @@ var kindNames = [...]string{
 	EventCallbackPanic:     "callback_panic",
 	EventRetryRefused:      "retry_refused",
 	EventQueued:            "queued",
+	EventShed:              "shed",
 }
 
 func (k EventKind) String() string {
@@ -124,6 +130,8 @@ type Event struct {
 	RetryReason retry.Reason
 	// StatusCode is the HTTP or API status of a failed call when one is known, else 0.
 	StatusCode int
+	// Priority is the call's priority, for EventShed.
+	Priority throttle.Priority
 	// Upstream fingerprints the failed call's own text (its error message or in-band
 	// error): length and a short hash, never the text (see package redact).
 	Upstream redact.Fingerprint

@@ -14,6 +14,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // layer says which installation of the callbacks admitted a call: the runner plugin or
@@ -60,6 +61,8 @@ type call struct {
 
 	attempt *retry.Attempt // the retry attempt this call is, when Config.SideEffects.Retry is set
 
+	throttle *throttle.Throttle // the dependency's throttle, when it has one and the breaker was closed
+
 	tracked    bool        // a dispatch marker runs for this call
 	dispatched atomic.Bool // the marker saw the call reach the tool
 
@@ -75,6 +78,7 @@ type call struct {
 // flight. It is freed when the run ends.
 type invocation struct {
 	id       string
+	draw     uint64 // the throttles' random draw for every call of the invocation (see shed.go)
 	tracker  *loopguard.Tracker
 	lastUsed atomic.Int64 // c.nanos()
 
@@ -91,6 +95,9 @@ type invocation struct {
 	freed   bool
 
 	node invNode // its entry in Callbacks.invs, allocated with it
+	// servedDeps lists the throttled dependencies that have already accepted a call of
+	// this invocation: its later calls to them are let finish the turn (see shed.go).
+	servedDeps []string
 }
 
 // callSet holds an invocation's calls in flight. An invocation has a handful at a time
@@ -225,7 +232,7 @@ func (c *Callbacks) invocation(ctx agent.Context, create bool) *invocation {
 	if !create {
 		return nil
 	}
-	inv := &invocation{id: id, tracker: c.guard.Track()}
+	inv := &invocation{id: id, draw: drawOf(id), tracker: c.guard.Track()}
 	inv.lastUsed.Store(now)
 	if found, loaded := c.invs.loadOrStore(inv); loaded {
 		return found

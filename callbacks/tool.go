@@ -17,6 +17,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // reflectAndRetryType is the response_type of adk-go's retry-and-reflect plugin, which
@@ -96,10 +97,28 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			permit, err = b.Allow()
 		}
 		if err != nil {
+			c.throttleRefused(name, err)
 			if p := c.queue(ctx, inv, name, dep, b, args); p != nil {
 				return p, nil
 			}
 			return c.shortCircuit(ctx, inv, name, dep, b, err, args), nil
+		}
+		th := c.deps.ThrottleFor(name)
+		if th.Throttle != nil && !permit.IsProbe() && b.State() != breaker.Closed {
+			// A forced state: the operator decides alone, and the call is not the
+			// throttle's to count.
+			th.Throttle = nil
+		}
+		// A probe is the breaker's alone to admit; its outcome still counts.
+		if th.Throttle != nil && !permit.IsProbe() && th.Throttle.Shedding() {
+			pr := c.priorityOf(ctx, th.Priority)
+			if inv.served(dep) {
+				pr = throttle.Critical
+			}
+			if !th.Throttle.AllowDraw(pr, inv.draw) {
+				permit.Ignore() // never sent: the breaker learns nothing from it
+				return c.shed(ctx, inv, name, dep, b, pr, args), nil
+			}
 		}
 		var slot *bulkhead.Bulkhead
 		if bh, berr := c.bulk.For(dep); berr != nil {
@@ -131,7 +150,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			}
 		}
 		admitted = &call{
-			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, attempt: att,
+			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, attempt: att, throttle: th.Throttle,
 			start: c.nanos(), tracked: l == agentLayer || c.cfg.SideEffects.TrackDispatch,
 		}
 		c.inFlight.Add(1)
@@ -404,7 +423,23 @@ func report(cls classify.Classification) breaker.Report {
 // this the one release of the call. kind 0 reports nothing.
 func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind, sent bool) {
 	probe := cl.permit.IsProbe() // read before Report, which spends the permit
-	cl.permit.Report(report(cls))
+	r := report(cls)
+	if cl.throttle != nil && sent {
+		if accepted, counted := throttle.Judge(cls); counted {
+			cl.throttle.Report(accepted)
+			if accepted && inv != nil {
+				inv.markServed(cl.dep)
+			}
+		}
+		if !probe && r.Verdict == breaker.Failure && throttle.Overloaded(cls) && cl.throttle.Accepting() {
+			// The dependency still handles part of its load: an overload answer (429,
+			// 503, 408) is the throttle's to act on, not evidence of an outage. Once its
+			// window holds no accepted call, overload answers count again and the breaker
+			// opens as it would without a throttle. A stated delay still reaches it.
+			r.Verdict = breaker.Ignore
+		}
+	}
+	cl.permit.Report(r)
 	c.noteHold(cl, cls)
 	if cl.attempt != nil {
 		c.finishAttempt(ctx, inv, cl, cls, sent)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // Unannotated says what a tool without a dependency annotation is guarded by.
@@ -91,6 +92,15 @@ type Dependency struct {
 	// alone and recovery does not wait for traffic (see package probe). Defaults to
 	// nil: the first call after the cooldown that may probe is the probe.
 	Probe *Probe
+	// Throttle, when set, sheds a share of this dependency's calls while its breaker is
+	// closed and the dependency handles only part of what it gets (package throttle);
+	// its Name and Clock are set from the map. Defaults to nil: no throttle, a closed
+	// breaker sends every call.
+	Throttle *throttle.Config
+	// Priorities gives tools of this dependency a priority for its throttle: the lowest
+	// are shed first. Each key must be one of Tools. Tools not listed are Normal.
+	// Defaults to none.
+	Priorities map[string]throttle.Priority
 }
 
 // ModelEndpoint is one model served from one region.

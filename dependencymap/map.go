@@ -13,6 +13,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/redact"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // ErrTooManyDependencies is returned when creating a breaker on demand would pass
@@ -30,6 +31,16 @@ type Map struct {
 	// remembered counts the unannotated tool names recorded in shared and exempt modes;
 	// at most MaxDependencies are.
 	remembered atomic.Int64
+
+	// Set by New and never changed: only listed dependencies have throttles.
+	throttles map[string]*throttle.Throttle // dependency key -> throttle
+	throttled map[string]Throttled          // tool name -> its throttle and priority
+}
+
+// Throttled is a tool's throttle and priority.
+type Throttled struct {
+	Throttle *throttle.Throttle // nil when the tool's dependency has none
+	Priority throttle.Priority
 }
 
 // snapshot is immutable once published.
@@ -103,6 +114,9 @@ func New(cfg Config) (*Map, error) {
 			if err := dep.Probe.check(key); err != nil {
 				return nil, err
 			}
+		}
+		if err := m.addThrottle(key, dep); err != nil {
+			return nil, err
 		}
 		for i, tool := range dep.Tools {
 			switch other, dup := s.toolOf[tool]; {
@@ -178,6 +192,69 @@ func (m *Map) newBreaker(name string, p breaker.Policy, what string) (*breaker.B
 		return nil, fmt.Errorf("dependencymap: %s: %w", what, err)
 	}
 	return b, nil
+}
+
+// addThrottle builds a listed dependency's throttle and records its tools' priorities.
+func (m *Map) addThrottle(key string, dep Dependency) error {
+	for _, tool := range slices.Sorted(maps.Keys(dep.Priorities)) {
+		pr := dep.Priorities[tool]
+		if !slices.Contains(dep.Tools, tool) {
+			return fmt.Errorf("dependencymap: dependency %q: Priorities[%q] = %s: %q is not one of its Tools", key, tool, pr, tool)
+		}
+		if !pr.Valid() {
+			return fmt.Errorf("dependencymap: dependency %q: Priorities[%q] = %s: want low, normal, high or critical", key, tool, pr)
+		}
+	}
+	var th *throttle.Throttle
+	if dep.Throttle != nil {
+		cfg := *dep.Throttle
+		cfg.Name = key
+		if cfg.Clock == nil {
+			cfg.Clock = m.cfg.Clock
+		}
+		var err error
+		if th, err = throttle.New(cfg); err != nil {
+			return fmt.Errorf("dependencymap: dependency %q: Throttle: %w", key, err)
+		}
+		if m.throttles == nil {
+			m.throttles = map[string]*throttle.Throttle{}
+		}
+		m.throttles[key] = th
+	}
+	if th == nil && len(dep.Priorities) == 0 {
+		return nil
+	}
+	if m.throttled == nil {
+		m.throttled = map[string]Throttled{}
+	}
+	for _, tool := range dep.Tools {
+		m.throttled[tool] = Throttled{Throttle: th, Priority: dep.Priorities[tool].Norm()}
+	}
+	return nil
+}
+
+// ThrottleFor returns the throttle of tool's dependency (nil when it has none) and the
+// tool's priority from the map. It takes no lock and allocates nothing.
+func (m *Map) ThrottleFor(tool string) Throttled {
+	if t, ok := m.throttled[tool]; ok {
+		return t
+	}
+	return Throttled{Priority: throttle.Normal}
+}
+
+// Throttle returns the throttle of a dependency key, if it has one.
+func (m *Map) Throttle(key string) (*throttle.Throttle, bool) {
+	t, ok := m.throttles[key]
+	return t, ok
+}
+
+// Throttles returns every throttle, sorted by dependency key.
+func (m *Map) Throttles() []*throttle.Throttle {
+	out := make([]*throttle.Throttle, 0, len(m.throttles))
+	for _, k := range slices.Sorted(maps.Keys(m.throttles)) {
+		out = append(out, m.throttles[k])
+	}
+	return out
 }
 
 // ForTool returns the breaker that guards tool, creating it on first use for an

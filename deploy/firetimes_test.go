@@ -225,6 +225,26 @@ var fireScenarios = []fireScenario{
 		firesFrom: minutes(20) + 20*time.Second, firesBy: minutes(21) + 35*time.Second,
 	},
 	{
+		name: "sustained shedding", alert: "AgentbreakerSheddingSustained", end: minutes(30),
+		series: []fireSeries{
+			{`agentbreaker_throttle_shed_share{case="fires",dependency="search"}`, func(t time.Duration) sample {
+				if t < minutes(4)+40*time.Second {
+					return val(0.05)
+				}
+				return val(0.5)
+			}},
+			// Above 25% for 9 minutes, then below.
+			{`agentbreaker_throttle_shed_share{case="quiet",dependency="maps"}`, func(t time.Duration) sample {
+				if t >= minutes(4)+40*time.Second && t < minutes(13)+40*time.Second {
+					return val(0.9)
+				}
+				return val(0.1)
+			}},
+		},
+		event:     minutes(4) + 40*time.Second,
+		firesFrom: minutes(14) + 40*time.Second, firesBy: minutes(15) + 55*time.Second,
+	},
+	{
 		name: "breaker open too long", alert: "AgentbreakerBreakerOpenTooLong", end: minutes(40),
 		series: []fireSeries{
 			{`agentbreaker_breaker_open_duration_seconds{case="fires",dependency="crm"}`, age(minutes(3)+20*time.Second, minutes(60))},

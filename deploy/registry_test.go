@@ -12,9 +12,11 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/telemetry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
+	"github.com/agentbreaker/agentbreaker/throttle"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
@@ -50,10 +52,14 @@ func exerciseTelemetry(t *testing.T, reg prometheus.Registerer) *telemetry.Telem
 	t.Helper()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg})
 	deps := dependencymap.MustNew(dependencymap.Config{
-		Dependencies:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}}},
+		Dependencies: map[string]dependencymap.Dependency{
+			"crm":    {Tools: []string{"lookup_customer"}},
+			"search": {Tools: []string{"web_search"}, Throttle: &throttle.Config{}},
+		},
 		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
 	})
 	tel.Watch(deps)
+	tel.WatchThrottles(deps)
 	ctx := context.Background()
 	tel.CallOutcome(ctx, observe.Call{Dependency: "crm", Tool: "lookup_customer", Outcome: classify.Succeeded, Elapsed: time.Millisecond})
 	tel.ShortCircuit(ctx, observe.ShortCircuit{Dependency: "crm", Tool: "lookup_customer", State: breaker.Open})
@@ -65,6 +71,17 @@ func exerciseTelemetry(t *testing.T, reg prometheus.Registerer) *telemetry.Telem
 	tel.JournalPending(1, time.Now())
 	tel.ToolAbandoned(ctx, tooltimeout.Abandon{Tool: "export_report", Limit: time.Second, Running: 1})
 	tel.WatchFleet(stubFleet{})
+	// A breaker that trips and is closed by a user call's probe: the probe results.
+	clk := clock.NewFake(time.Unix(0, 0))
+	b := breaker.MustNew(breaker.Config{Name: "billing", Clock: clk, Policy: breaker.Policy{MinimumCalls: 1, Jitter: -1},
+		OnStateChange: []func(breaker.Event){tel.BreakerEvent}})
+	if p, err := b.Allow(); err == nil {
+		p.Failure()
+	}
+	clk.Advance(time.Minute)
+	if p, err := b.Allow(); err == nil {
+		p.Success()
+	}
 	return tel
 }
 

@@ -63,6 +63,7 @@ var issueAlerts = []string{
 	"AgentbreakerProbeSuccessLow",              // probe success rate low
 	"AgentbreakerJournalIntentsUnreconciled",   // journal intents unreconciled for too long
 	"AgentbreakerFleetLocal",                   // issue 16: a replica's breakers decide without the fleet
+	"AgentbreakerSheddingSustained",            // issue 25: a throttle shedding a quarter of the calls for 10 minutes
 }
 
 func TestRulesUseExportedMetrics(t *testing.T) {

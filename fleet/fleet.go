@@ -42,6 +42,8 @@ type Fleet struct {
 	members []*member
 	byName  map[string]*member
 	maps    []*dependencymap.Map
+	// throttles are the attached throttles (AttachThrottle), synced in the same round.
+	throttles []*throttleMember
 
 	// Loop only.
 	answered bool // some sync has reached Redis since New
@@ -155,11 +157,16 @@ func (f *Fleet) Attach(b *breaker.Breaker) error {
 }
 
 // AttachMap attaches every breaker of m, now and as m creates them on demand (each
-// sync picks up new ones), so code that builds its breakers through a dependencymap
+// sync picks up new ones), and every throttle of m (AttachThrottle), so code that builds its breakers through a dependencymap
 // (the callbacks plugin, model failover) joins the fleet without other changes.
 func (f *Fleet) AttachMap(m *dependencymap.Map) error {
 	for _, b := range m.Breakers() {
 		if err := f.Attach(b); err != nil {
+			return err
+		}
+	}
+	for _, th := range m.Throttles() { // a map's throttles are all made by New
+		if err := f.AttachThrottle(th); err != nil {
 			return err
 		}
 	}

@@ -67,6 +67,7 @@ func (f *Fleet) sync() {
 	f.stats.commands.Add(int64(len(members)))
 	// Every command carries its own error, read below; a connection that could not be
 	// set up (refused credentials) fails the pipeline without one.
+	throttles, tcmds := f.queueThrottles(ctx, pipe)
 	_, execErr := pipe.Exec(ctx)
 	// A node without the script (restarted, flushed, or a replica just promoted: Redis
 	// does not replicate its script cache) answers NOSCRIPT. Run the script's text on
@@ -120,6 +121,7 @@ func (f *Fleet) sync() {
 			f.apply(m, reports[i], results[i], start)
 		}
 	}
+	applyThrottles(throttles, tcmds, start)
 }
 
 // reloadTopology asks a Redis Cluster client to reload its slot map after a failed

@@ -12,6 +12,12 @@
 // gives the same Result, and a 15-minute incident with dozens of users runs in well
 // under a second.
 //
+// RunPartial simulates a partial outage instead: the dependency handles at most a
+// capacity and fails the load above it, and the rows add agentbreaker's throttle
+// (package throttle) alone and with the breaker, and Peers that other modules plug in
+// (sim/peers runs failsafe-go's adaptive throttler); docs/partial-outages.md shows the
+// tables.
+//
 // Replay feeds recorded call records (agentbreaker's slog JSON records or a CSV) through
 // the same real breaker to answer "with this policy, when would it have tripped, how
 // many calls would have reached the dependency while it was down, and how often would

@@ -20,6 +20,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/throttle"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
@@ -156,15 +157,23 @@ type abGuard struct {
 	rec      *recorder
 	breaker  *breaker.Breaker
 	now      func() time.Time
+	// overloaded: a failing call is a 503 (a partial outage's dependency is overloaded)
+	// rather than a connection reset.
+	overloaded bool
 }
 
 // newABGuard builds the plugin as a user would: def is dependencymap's Config.Default
 // (zero for the plugin's defaults), under which the map lays its tool defaults.
 func newABGuard(s Scenario, def breaker.Policy, e *engine, rec *recorder, rnd streams) (*abGuard, error) {
+	return newABGuardWith(s, def, e, rec, rnd, nil)
+}
+
+// newABGuardWith is newABGuard with the dependency's throttle, when tc is set.
+func newABGuardWith(s Scenario, def breaker.Policy, e *engine, rec *recorder, rnd streams, tc *throttle.Config) (*abGuard, error) {
 	deps, err := dependencymap.New(dependencymap.Config{
 		Default: def,
 		Dependencies: map[string]dependencymap.Dependency{
-			s.Dependency: {Tools: []string{"lookup_" + s.Dependency}},
+			s.Dependency: {Tools: []string{"lookup_" + s.Dependency}, Throttle: tc},
 		},
 		Clock: e.clk,
 		Rand:  rnd.jitter.Float64, // seeded: jitter on, and the run still repeatable
@@ -245,6 +254,8 @@ func (g *abGuard) finish(c *call, failed, timedOut bool, retryAfter time.Duratio
 		// A 503 with Retry-After, as an HTTP tool reports it.
 		cl := classify.HTTPStatus(http.StatusServiceUnavailable, http.Header{"Retry-After": {strconv.Itoa(int(retryAfter.Seconds()))}}, g.now())
 		err = &classify.ToolError{Classification: cl, Message: g.tool.Name() + ": service unavailable"}
+	case g.overloaded:
+		err = overloadError
 	default:
 		err = fmt.Errorf("%s: read: %w", g.tool.Name(), syscall.ECONNRESET)
 	}

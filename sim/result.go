@@ -90,6 +90,9 @@ type Summary struct {
 	CallsAfterTrip int `json:"calls_during_outage_after_trip"`
 	CallsTotal     int `json:"calls_total"`
 	FailedCalls    int `json:"failed_calls"`
+	// SucceededDuringOutage counts calls that got data while the dependency was down
+	// (only a partial outage has any).
+	SucceededDuringOutage int `json:"succeeded_during_outage"`
 	// Rejected counts calls answered without reaching the dependency (open breaker,
 	// full bulkhead, spent retry budget).
 	Rejected int `json:"rejected_calls"`
@@ -220,6 +223,8 @@ func (r *recorder) completed(sentAt time.Time, failed bool) {
 	if failed {
 		r.fails[r.bin(sentAt)]++
 		r.sum.FailedCalls++
+	} else if r.inOutage(sentAt) {
+		r.sum.SucceededDuringOutage++
 	}
 }
 

@@ -71,6 +71,7 @@ type sim struct {
 	end   time.Time
 	turns int
 	calls int
+	px    *partialRun // a partial outage's load model and extra strategies; nil otherwise
 }
 
 // turn is one user turn: a model step, the sub-agents' calls, a model step that answers
@@ -90,8 +91,12 @@ type turn struct {
 }
 
 func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyResult, error) {
+	return runStrategyWith(s, name, progress, nil)
+}
+
+func runStrategyWith(s Scenario, name string, progress func(time.Time), px *partialRun) (*StrategyResult, error) {
 	e := newEngine(Start)
-	x := &sim{s: s, e: e, rnd: newStreams(s.Seed), end: Start.Add(s.Duration)}
+	x := &sim{s: s, e: e, rnd: newStreams(s.Seed), end: Start.Add(s.Duration), px: px.fresh()}
 	x.rec = newRecorder(s, Start)
 	sr := &StrategyResult{Name: name}
 	switch name {
@@ -131,8 +136,15 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 			}
 		}
 	default:
-		return nil, &ConfigError{Package: "sim", Field: "strategies", Value: name, Problem: "unknown strategy"}
+		ok, err := x.px.guard(x, name, sr)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, &ConfigError{Package: "sim", Field: "strategies", Value: name, Problem: "unknown strategy"}
+		}
 	}
+	x.px.adjust(x.g)
 	for u := 0; u < s.Users; u++ {
 		u := u
 		e.after(x.think(), func() { x.startTurn(u) })
@@ -158,7 +170,7 @@ func (x *sim) startTurn(user int) {
 	x.e.after(x.think(), func() { x.startTurn(user) })
 	x.turns++
 	t := &turn{id: x.turns, user: user, start: x.e.now}
-	t.inv = &invocation{Context: context.Background(), id: "turn-" + strconv.Itoa(t.id)}
+	t.inv = &invocation{Context: x.px.turnContext(context.Background(), t.id), id: "turn-" + strconv.Itoa(t.id)}
 	x.e.after(x.s.TurnTimeout, func() {
 		if !t.done {
 			x.finishTurn(t, outcomeFailed)
@@ -203,6 +215,7 @@ func (x *sim) attempt(t *turn, sub, n int) {
 		x.subDone(t, sub, ans)
 		return
 	}
+	x.px.sent(now)
 	failed := x.rnd.dep.Float64() < x.errorRate(now)
 	var d time.Duration
 	switch {
@@ -251,6 +264,9 @@ func (x *sim) inOutage(t time.Time) bool {
 
 func (x *sim) errorRate(t time.Time) float64 {
 	if x.inOutage(t) {
+		if x.px != nil {
+			return x.px.failing(t, x.s.ErrorRate)
+		}
 		return x.s.OutageErrorRate
 	}
 	return x.s.ErrorRate

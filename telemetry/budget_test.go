@@ -20,6 +20,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/telemetry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
+	"github.com/agentbreaker/agentbreaker/throttle"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
@@ -72,7 +73,7 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 		names = 10_000
 	}
 	require.Equal(t, telemetry.DefaultSeriesBound, telemetry.Config{}.SeriesBound())
-	require.Equal(t, 10288, telemetry.DefaultSeriesBound, "the bound written in the godoc and the README")
+	require.Equal(t, 10294, telemetry.DefaultSeriesBound, "the bound written in the godoc and the README")
 
 	reg := prometheus.NewRegistry()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg})
@@ -91,6 +92,16 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 		}
 	}
 	tel.Watch(list)
+	throttles := make(throttleList, 500)
+	for i := range throttles {
+		throttles[i] = throttle.MustNew(throttle.Config{Name: fmt.Sprintf("throttled-%03d", i), MinRequests: 1})
+		throttles[i].Report(true)
+		throttles[i].Report(false)
+		throttles[i].Report(false)
+		throttles[i].Report(false)
+		throttles[i].Allow(throttle.Low)
+	}
+	tel.WatchThrottles(throttles)
 
 	ctx := context.Background()
 	outcomes := []classify.Outcome{classify.Succeeded, classify.FailedBeforeSend, classify.Failed, classify.Unknown}
@@ -120,6 +131,7 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 		`agentbreaker_call_duration_seconds_count{dependency="other",outcome="UNKNOWN"}`,
 		`agentbreaker_model_failovers_total{cause="other",from="other",to="other"}`,
 		`agentbreaker_tool_calls_abandoned{tool="other"}`,
+		`agentbreaker_throttle_shed_share{dependency="other"}`,
 		`agentbreaker_telemetry_series_overflow_total{metric="agentbreaker_calls_total"}`,
 	} {
 		require.True(t, strings.Contains(body, want), "%s is not in the exposition", want)
@@ -232,3 +244,8 @@ func TestHostileNamesNeverBreakTheScrape(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, problems)
 }
+
+// throttleList is a ThrottleSource over a fixed list.
+type throttleList []*throttle.Throttle
+
+func (l throttleList) Throttles() []*throttle.Throttle { return l }

@@ -26,7 +26,9 @@ type Telemetry struct {
 
 	sourceMu sync.Mutex                      // serialises Watch
 	sources  atomic.Pointer[[]BreakerSource] // copy-on-write list read by scrapes and lookups
-	fleet    atomic.Pointer[FleetSource]     // fleet mode's counters and scopes, read by scrapes
+	// throttleSources is the same for throttles (WatchThrottles).
+	throttleSources atomic.Pointer[[]ThrottleSource]
+	fleet           atomic.Pointer[FleetSource] // fleet mode's counters and scopes, read by scrapes
 
 	budget  *seriesBudget
 	started time.Time // when New ran: agentbreaker_start_time_seconds
@@ -194,6 +196,8 @@ func (t *Telemetry) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range scrapeDescs {
 		ch <- d
 	}
+	ch <- descThrottleShare
+	ch <- descThrottleShed
 	for _, d := range fleetDescs {
 		ch <- d
 	}
@@ -215,4 +219,5 @@ func (t *Telemetry) Collect(ch chan<- prometheus.Metric) {
 	t.budget.overflow.Collect(ch)
 	t.collectBreakers(ch)
 	t.collectGauges(ch)
+	t.collectThrottles(ch)
 }

@@ -204,6 +204,7 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	pngOut := fs.String("png", "", "file for the PNG plot")
 	svgOut := fs.String("svg", "", "file for the SVG plot")
 	quiet := fs.Bool("quiet", false, "print the summary without the minute-by-minute timeline")
+	partial := fs.String("partial", "", "comma-separated shares failing (e.g. 0.3,0.6,0.9): run partial outages instead and print their tables (see docs/partial-outages.md)")
 	var pending []func(*sim.Scenario) error
 	for _, f := range scenarioFlags {
 		f := f
@@ -255,6 +256,9 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		if err := apply(&s); err != nil {
 			return err
 		}
+	}
+	if *partial != "" {
+		return simulatePartial(s, *partial, stdout)
 	}
 	if err := s.WithDefaults().Validate(); err != nil {
 		return explain(err)

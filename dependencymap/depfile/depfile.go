@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/throttle"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -40,6 +41,10 @@ type Dependency struct {
 	Policy Policy   `json:"policy" yaml:"policy"`
 	// Probe is the dependency's health probe; absent means none.
 	Probe *Probe `json:"probe" yaml:"probe"`
+	// Throttle turns the dependency's throttle on (an empty object: the defaults).
+	Throttle *Throttle `json:"throttle" yaml:"throttle"`
+	// Priorities maps tool names to low, normal, high or critical.
+	Priorities map[string]string `json:"priorities" yaml:"priorities"`
 }
 
 // Probe is dependencymap.Probe on disk: a health URL (a Go function cannot be
@@ -47,6 +52,14 @@ type Dependency struct {
 type Probe struct {
 	URL     string `json:"url" yaml:"url"`
 	Timeout string `json:"timeout" yaml:"timeout"`
+}
+
+// Throttle is throttle.Config on disk. Absent fields take the throttle's defaults.
+type Throttle struct {
+	K           float64 `json:"k" yaml:"k"`
+	MinRequests int     `json:"min_requests" yaml:"min_requests"`
+	Window      string  `json:"window" yaml:"window"`
+	Buckets     int     `json:"buckets" yaml:"buckets"`
 }
 
 // Model is dependencymap.ModelEndpoint on disk.
@@ -182,6 +195,12 @@ func (f File) Config() (dependencymap.Config, error) {
 				}
 			}
 		}
+		if dep.Throttle, err = d.Throttle.config(fmt.Sprintf("dependencies.%s.throttle", key)); err != nil {
+			return dependencymap.Config{}, err
+		}
+		if dep.Priorities, err = priorities(fmt.Sprintf("dependencies.%s.priorities", key), d.Priorities); err != nil {
+			return dependencymap.Config{}, err
+		}
 		cfg.Dependencies[key] = dep
 	}
 	for i, m := range f.Models {
@@ -296,4 +315,46 @@ func (v *IntOrOff) UnmarshalYAML(node *yaml.Node) error {
 	}
 	*v = IntOrOff(n)
 	return nil
+}
+
+// throttleFields maps throttle.Config's field names to the file's.
+var throttleFields = map[string]string{"K": "k", "MinRequests": "min_requests", "Window": "window", "Buckets": "buckets"}
+
+func (ft *Throttle) config(where string) (*throttle.Config, error) {
+	if ft == nil {
+		return nil, nil
+	}
+	c := throttle.Config{K: ft.K, MinRequests: ft.MinRequests, Buckets: ft.Buckets}
+	if ft.Window != "" {
+		v, err := time.ParseDuration(ft.Window)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("dependencymap: %s.window = %q: want a positive duration such as \"30s\"", where, ft.Window)
+		}
+		c.Window = v
+	}
+	if err := c.WithDefaults().Validate(); err != nil {
+		var ce *throttle.ConfigError
+		if errors.As(err, &ce) {
+			if field, ok := throttleFields[ce.Field]; ok {
+				return nil, fmt.Errorf("dependencymap: %s.%s = %v: %s", where, field, ce.Value, ce.Problem)
+			}
+		}
+		return nil, fmt.Errorf("dependencymap: %s: %w", where, err)
+	}
+	return &c, nil
+}
+
+func priorities(where string, in map[string]string) (map[string]throttle.Priority, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]throttle.Priority, len(in))
+	for tool, name := range in {
+		pr, err := throttle.ParsePriority(name)
+		if err != nil || strings.TrimSpace(name) == "" {
+			return nil, fmt.Errorf("dependencymap: %s.%s = %q: want low, normal, high or critical", where, tool, name)
+		}
+		out[tool] = pr
+	}
+	return out, nil
 }
