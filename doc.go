@@ -14,6 +14,8 @@
 //   - dependencymap: which breaker guards a tool, a host or a model endpoint;
 //     dependencymap/depfile loads it from YAML or JSON.
 //   - clock: the injected time source every state machine runs on.
+//   - probe: a dependency's own health check, run while its breaker refuses calls.
+//   - throttle: client-side throttling that sheds a share of calls in a partial outage.
 //
 // # adk-go integration: the plugin and what the model reads
 //
@@ -22,6 +24,8 @@
 //   - docstrings: the sentence added to guarded tools' descriptions.
 //   - loopguard: stops a model from looping on an unavailable tool.
 //   - modelfailover: routes model calls across endpoints and regions, loudly.
+//   - mcpguard: an MCP server's tool set as one dependency, listing through the breaker,
+//     a mutation sent at most once.
 //   - bulkhead, tooltimeout: caps on concurrent calls and on time per call and turn.
 //   - redact: what of a dependency's text may reach the model, logs and operators.
 //

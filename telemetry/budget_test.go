@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +75,11 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 		names = 10_000
 	}
 	require.Equal(t, telemetry.DefaultSeriesBound, telemetry.Config{}.SeriesBound())
-	require.Equal(t, 10294, telemetry.DefaultSeriesBound, "the bound written in the godoc and the README")
+	require.Equal(t, 10294, telemetry.DefaultSeriesBound, "the bound written in the godoc")
+	page, err := os.ReadFile("../docs/operations.md")
+	require.NoError(t, err)
+	require.Contains(t, string(page), fmt.Sprintf("**%s with the defaults**", thousands(telemetry.DefaultSeriesBound)),
+		"docs/operations.md states the bound the code has")
 
 	reg := prometheus.NewRegistry()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg})
@@ -249,3 +255,12 @@ func TestHostileNamesNeverBreakTheScrape(t *testing.T) {
 type throttleList []*throttle.Throttle
 
 func (l throttleList) Throttles() []*throttle.Throttle { return l }
+
+// thousands writes n as the pages do: 10,294.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -23,7 +23,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/probe"
 )
 
-var _ = []any{probesPage, fleetClientPage, mcpPage, mcpPlainPage}
+var _ = []any{probesPage, fleetClientPage, mcpPage, mcpPlainPage, readmeMCP}
 
 // probesPage is docs/probes.md's "Configuring a probe".
 func probesPage(ctx context.Context, pingTickets func(context.Context) error) error {
@@ -91,4 +91,14 @@ func mcpPlainPage() *dependencymap.Map {
 		"crm": {Tools: []string{"lookup_customer", "list_orders"}},
 	}})
 	return deps
+}
+
+// readmeMCP is the README's MCP form, beside the Quick start.
+func readmeMCP(guard *callbacks.Callbacks) (*mcpguard.Toolset, error) {
+	payments, err := mcpguard.New(mcpguard.Config{
+		Dependency: "payments",
+		Callbacks:  guard,
+		Toolset:    mcptoolset.Config{Endpoint: "http://payments.internal/mcp"},
+	})
+	return payments, err
 }
