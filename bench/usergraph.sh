@@ -21,7 +21,7 @@ mkdir -p "$proxy"
 echo "$version" >"$proxy/list"
 printf '{"Version":"%s"}\n' "$version" >"$proxy/$version.info"
 cp go.mod "$proxy/$version.mod"
-git archive --format=zip --prefix="$mod@$version/" HEAD -- $(git ls-files | grep -v -e '^bench/' -e '^test/') >"$proxy/$version.zip"
+git archive --format=zip --prefix="$mod@$version/" HEAD -- $(git ls-files | grep -v -e '^bench/' -e '^test/' -e '^sim/peers/') >"$proxy/$version.zip"
 
 user() { # $1 = directory, rest = imports; prints "module kind" with kind go.mod (checksum of its go.mod only) or zip
 	local dir=$1
