@@ -47,5 +47,5 @@ dependencies:
 `))
 	fmt.Println(cfg.Dependencies == nil, err)
 	// Output:
-	// true dependencymap: dependency "crm": breaker: Policy.Window = 1h30m0s: must be between 1s and 1h
+	// true dependencymap: line 6, column 7: dependencies.crm.policy.window = "90m": must be between 1s and 1h
 }
