@@ -139,7 +139,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"end before start", "outage_start: 3m\noutage_end: 2m\n", []string{"outage_end", "2m"}},
 		{"strategy", "strategies: [naive, hystrix]\n", []string{"strategies[1]", "hystrix"}},
 		{"policy window", "policy:\n  window: soon\n", []string{"policy.window", "soon"}},
-		{"policy rate", "policy:\n  failure_rate_threshold: 2\n", []string{"FailureRateThreshold", "2"}},
+		{"policy rate", "policy:\n  failure_rate_threshold: 2\n", []string{"policy.failure_rate_threshold", "2"}},
 		{"policy unknown", "policy:\n  windw: 10s\n", []string{"windw"}},
 		{"turn rate", "turn_rate: -1\n", []string{"turn_rate", "-1"}},
 		{"not yaml", "users: [\n", []string{"scenario"}},
