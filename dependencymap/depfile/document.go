@@ -334,7 +334,7 @@ func (w walker) walk(n *yaml.Node, t reflect.Type, path string, depth int) {
 		var v int
 		switch {
 		case n.Value == Off:
-		case n.Decode(&v) != nil:
+		case n.ShortTag() != "!!int" || n.Decode(&v) != nil:
 			bad("want a whole number of calls, or %q", Off)
 		case v < 0:
 			bad("want a positive number of calls, or %q", Off)
@@ -406,8 +406,9 @@ func (w walker) walk(n *yaml.Node, t reflect.Type, path string, depth int) {
 			bad("want a single value, not %s", map[bool]string{true: w.kind(true), false: w.kind(false)}[n.Kind == yaml.MappingNode])
 		}
 	case t.Kind() == reflect.Int:
+		// The tag too: the YAML decoder would truncate 0.5 to 0 (which means "inherit").
 		var v int
-		if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
 			bad("want a whole number")
 		}
 	case t.Kind() == reflect.Float64:

@@ -114,3 +114,14 @@ func TestDocumentPositionsAndPolicySource(t *testing.T) {
 	_, err := depfile.Read(filepath.Join(t.TempDir(), "missing.yaml"))
 	require.True(t, errors.Is(err, os.ErrNotExist))
 }
+
+// A fraction where a whole number is wanted is an error: the YAML decoder alone
+// truncates half_open_probes: 0.5 to 0, which would silently mean "inherit".
+func TestFractionForACountIsAnError(t *testing.T) {
+	t.Parallel()
+	d := readDoc(t, "deps.yaml", "default:\n  half_open_probes: 0.5\n  window_calls: 2.5\n")
+	require.Equal(t, []string{
+		`line 2, column 21: default.half_open_probes = 0.5: want a whole number`,
+		`line 3, column 17: default.window_calls = 2.5: want a whole number of calls, or "off"`,
+	}, problemStrings(d))
+}
