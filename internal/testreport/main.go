@@ -43,7 +43,7 @@ func report(r io.Reader, w io.Writer, verbose bool) (failed bool, err error) {
 	out := bufio.NewWriter(w)
 	defer out.Flush()
 	type key struct{ pkg, test string }
-	logs := map[key][]string{}  // a running test's output, "=== " lines left out
+	logs := map[key][]string{}   // a running test's output, "=== " lines left out
 	nested := map[key][]string{} // failed subtests' output, printed under their parent
 	var skips []skip
 	sc := bufio.NewScanner(r)
