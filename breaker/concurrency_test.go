@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/stretchr/testify/require"
 )
 
@@ -229,10 +230,19 @@ func TestRejectionsThatCollideMoveToProcessors(t *testing.T) {
 	s := allocStripes()
 	s.take(0)
 	t.Cleanup(func() { releaseStripes(s) })
-	stop := make(chan struct{})
+	stop, started := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { takeUntil(s, stop) })
-	for i := 0; i < 5_000_000 && !s.chunk.contended[s.col].Load(); i++ {
+	wg.Go(func() { close(started); takeUntil(s, stop) })
+	testwait.Recv(t, started, "the taker to start")
+	// Bump until a collision is seen, for as long as it takes the scheduler to run the
+	// taker beside this goroutine: a fixed number of bumps (5 million) could all run
+	// before it on a loaded machine, and the test failed there one time in fifteen.
+	// The bound is on real time only so that a broken bump fails rather than hangs.
+	deadline := time.Now().Add(testwait.Bound)
+	for i := 0; !s.chunk.contended[s.col].Load(); i++ {
+		if i%1024 == 0 && !time.Now().Before(deadline) {
+			break
+		}
 		s.bump()
 	}
 	close(stop)
