@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/stretchr/testify/require"
 )
 
@@ -185,18 +186,23 @@ func TestStripesMoveToProcessorsWithoutLosingCounts(t *testing.T) {
 	t.Cleanup(func() { releaseStripes(s) })
 	require.False(t, s.chunk.contended[s.col].Load(), "a fresh column starts on stack stripes")
 
-	// Writers run until the switch is seen (at most maxAdds each, for a machine with a
-	// single processor, where nothing runs at once).
+	// Writers run until the switch is seen (at most maxAdds each on a single processor,
+	// where nothing runs at once).
 	const writers, minAdds, maxAdds = 4, 20000, 5_000_000
 	var added, taken, attempted atomic.Int64
 	stop := make(chan struct{})
 	var takerDone sync.WaitGroup
 	takerDone.Go(func() { taken.Add(takeUntil(s, stop)) })
+	// With two processors or more, they go on past maxAdds until the switch, bounded in
+	// real time: on a loaded machine the taker may not run beside them for the first
+	// five million adds (the test failed so once in twenty runs beside two busy loops).
+	multi := runtime.GOMAXPROCS(0) > 1
+	deadline := time.Now().Add(testwait.Bound)
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Go(func() {
-			for i := range maxAdds {
-				if i >= minAdds && i%1000 == 0 && s.chunk.contended[s.col].Load() {
+			for i := 0; i < maxAdds || multi; i++ {
+				if i >= minAdds && i%1000 == 0 && (s.chunk.contended[s.col].Load() || !time.Now().Before(deadline)) {
 					return
 				}
 				attempted.Add(1)
@@ -229,10 +235,19 @@ func TestRejectionsThatCollideMoveToProcessors(t *testing.T) {
 	s := allocStripes()
 	s.take(0)
 	t.Cleanup(func() { releaseStripes(s) })
-	stop := make(chan struct{})
+	stop, started := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { takeUntil(s, stop) })
-	for i := 0; i < 5_000_000 && !s.chunk.contended[s.col].Load(); i++ {
+	wg.Go(func() { close(started); takeUntil(s, stop) })
+	testwait.Recv(t, started, "the taker to start")
+	// Bump until a collision is seen, for as long as it takes the scheduler to run the
+	// taker beside this goroutine: a fixed number of bumps (5 million) could all run
+	// before it on a loaded machine, and the test failed there one time in fifteen.
+	// The bound is on real time only so that a broken bump fails rather than hangs.
+	deadline := time.Now().Add(testwait.Bound)
+	for i := 0; !s.chunk.contended[s.col].Load(); i++ {
+		if i%1024 == 0 && !time.Now().Before(deadline) {
+			break
+		}
 		s.bump()
 	}
 	close(stop)

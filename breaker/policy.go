@@ -130,45 +130,71 @@ func (p Policy) WithDefaults() Policy {
 }
 
 // Validate checks a policy after defaults are applied and returns a *ConfigError naming
-// the first field that is out of range.
+// the first field that is out of range (Problems lists all of them).
 func (p Policy) Validate() error {
-	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Package: "breaker", Field: "Policy." + field, Value: v, Problem: problem}
-	}
-	rate := func(v float64) bool { return v > 0 && v <= 1 && !math.IsNaN(v) }
-	switch {
-	case !rate(p.FailureRateThreshold):
-		return bad("FailureRateThreshold", p.FailureRateThreshold, "must be in (0, 1]")
-	case p.MinimumCalls < 1:
-		return bad("MinimumCalls", p.MinimumCalls, "must be at least 1")
-	case p.WindowCalls > 10000:
-		return bad("WindowCalls", p.WindowCalls, "must be at most 10000 (0 or negative: a time-based window)")
-	case p.Window < time.Second || p.Window > time.Hour:
-		return bad("Window", p.Window, "must be between 1s and 1h")
-	case p.Buckets < 1 || p.Buckets > 60:
-		return bad("Buckets", p.Buckets, "must be between 1 and 60")
-	case p.Window/time.Duration(p.Buckets) < 50*time.Millisecond:
-		// The coarse clock is about 1ms fine, but a saturated process can run its
-		// ticker late by a scheduler slice (10–20ms): narrower buckets would misfile calls.
-		return bad("Buckets", p.Buckets, "makes buckets shorter than 50ms for a window of "+p.Window.String())
-	case p.SlowCallThreshold > 0 && (p.SlowCallThreshold < time.Millisecond || p.SlowCallThreshold > 10*time.Minute):
-		return bad("SlowCallThreshold", p.SlowCallThreshold, "must be 0 or negative (off) or between 1ms and 10m")
-	case !rate(p.SlowCallRateThreshold):
-		return bad("SlowCallRateThreshold", p.SlowCallRateThreshold, "must be in (0, 1]")
-	case p.Cooldown < 10*time.Millisecond || p.Cooldown > 24*time.Hour:
-		return bad("Cooldown", p.Cooldown, "must be between 10ms and 24h")
-	case p.CooldownMultiplier < 1 || p.CooldownMultiplier > 10 || math.IsNaN(p.CooldownMultiplier):
-		return bad("CooldownMultiplier", p.CooldownMultiplier, "must be between 1 and 10")
-	case p.MaxCooldown < p.Cooldown || p.MaxCooldown > 24*time.Hour:
-		return bad("MaxCooldown", p.MaxCooldown, "must be between Cooldown ("+p.Cooldown.String()+") and 24h")
-	case p.Jitter >= 1 || math.IsNaN(p.Jitter):
-		return bad("Jitter", p.Jitter, "must be below 1 (negative turns jitter off)")
-	case p.HalfOpenProbes < 1 || p.HalfOpenProbes > 100:
-		return bad("HalfOpenProbes", p.HalfOpenProbes, "must be between 1 and 100")
-	case p.ProbeLease < 10*time.Millisecond || p.ProbeLease > time.Hour:
-		return bad("ProbeLease", p.ProbeLease, "must be between 10ms and 1h")
-	case p.MaxRetryAfter < time.Second || p.MaxRetryAfter > 24*time.Hour:
-		return bad("MaxRetryAfter", p.MaxRetryAfter, "must be between 1s and 24h")
+	if probs := p.Problems(); len(probs) > 0 {
+		return probs[0]
 	}
 	return nil
+}
+
+// Problems checks a policy after defaults are applied and returns a *ConfigError for
+// every field that is out of range, in the order of the fields; nil when it is valid.
+// A configuration file's checker (dependencymap/depfile) reports them all at once.
+func (p Policy) Problems() []*ConfigError {
+	var out []*ConfigError
+	bad := func(field string, v any, problem string) {
+		out = append(out, &ConfigError{Package: "breaker", Field: "Policy." + field, Value: v, Problem: problem})
+	}
+	rate := func(v float64) bool { return v > 0 && v <= 1 && !math.IsNaN(v) }
+	if !rate(p.FailureRateThreshold) {
+		bad("FailureRateThreshold", p.FailureRateThreshold, "must be in (0, 1]")
+	}
+	if p.MinimumCalls < 1 {
+		bad("MinimumCalls", p.MinimumCalls, "must be at least 1")
+	}
+	if p.WindowCalls > 10000 {
+		bad("WindowCalls", p.WindowCalls, "must be at most 10000 (0 or negative: a time-based window)")
+	}
+	windowOK := p.Window >= time.Second && p.Window <= time.Hour
+	if !windowOK {
+		bad("Window", p.Window, "must be between 1s and 1h")
+	}
+	switch {
+	case p.Buckets < 1 || p.Buckets > 60:
+		bad("Buckets", p.Buckets, "must be between 1 and 60")
+	case windowOK && p.Window/time.Duration(p.Buckets) < 50*time.Millisecond:
+		// The coarse clock is about 1ms fine, but a saturated process can run its
+		// ticker late by a scheduler slice (10–20ms): narrower buckets would misfile calls.
+		bad("Buckets", p.Buckets, "makes buckets shorter than 50ms for a window of "+p.Window.String())
+	}
+	if p.SlowCallThreshold > 0 && (p.SlowCallThreshold < time.Millisecond || p.SlowCallThreshold > 10*time.Minute) {
+		bad("SlowCallThreshold", p.SlowCallThreshold, "must be 0 or negative (off) or between 1ms and 10m")
+	}
+	if !rate(p.SlowCallRateThreshold) {
+		bad("SlowCallRateThreshold", p.SlowCallRateThreshold, "must be in (0, 1]")
+	}
+	cooldownOK := p.Cooldown >= 10*time.Millisecond && p.Cooldown <= 24*time.Hour
+	if !cooldownOK {
+		bad("Cooldown", p.Cooldown, "must be between 10ms and 24h")
+	}
+	if p.CooldownMultiplier < 1 || p.CooldownMultiplier > 10 || math.IsNaN(p.CooldownMultiplier) {
+		bad("CooldownMultiplier", p.CooldownMultiplier, "must be between 1 and 10")
+	}
+	if p.MaxCooldown > 24*time.Hour || cooldownOK && p.MaxCooldown < p.Cooldown {
+		bad("MaxCooldown", p.MaxCooldown, "must be between Cooldown ("+p.Cooldown.String()+") and 24h")
+	}
+	if p.Jitter >= 1 || math.IsNaN(p.Jitter) {
+		bad("Jitter", p.Jitter, "must be below 1 (negative turns jitter off)")
+	}
+	if p.HalfOpenProbes < 1 || p.HalfOpenProbes > 100 {
+		bad("HalfOpenProbes", p.HalfOpenProbes, "must be between 1 and 100")
+	}
+	if p.ProbeLease < 10*time.Millisecond || p.ProbeLease > time.Hour {
+		bad("ProbeLease", p.ProbeLease, "must be between 10ms and 1h")
+	}
+	if p.MaxRetryAfter < time.Second || p.MaxRetryAfter > 24*time.Hour {
+		bad("MaxRetryAfter", p.MaxRetryAfter, "must be between 1s and 24h")
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,10 +62,10 @@ func TestIssue10bStaleSuccessDoesNotLeakPastReset(t *testing.T) {
 		defer close(done)
 		p.Success() // checks the generation, then stops in the clock read
 	}()
-	<-reached
+	testwait.Recv(t, reached, "Success to reach its clock read")
 	b.Reset("operator")
 	close(release)
-	<-done
+	testwait.Recv(t, done, "Success to return")
 	require.Equal(t, Counts{}, b.Snapshot().Window, "a permit of the period before Reset must not count after it")
 }
 

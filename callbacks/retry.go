@@ -67,7 +67,10 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 	// The callbacks hold the breaker's permit: say which state admitted the call, for
 	// the record of the attempt, made or refused.
 	state := b.State()
-	a, err := run.Admit(retry.WithAdmittingState(ctx, state))
+	// AdmitWithState, not Admit(WithAdmittingState(ctx)): a wrapped context would hide
+	// ctx's InvocationID from the hooks, and the "retry budget exhausted" record would
+	// carry request_id "".
+	a, err := run.AdmitWithState(ctx, state)
 	if err == nil {
 		retry.ReportBreakerState(a.Context(), state)
 		return a, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 )
 
 // These tests produce real failures on the loopback interface, so the
@@ -166,9 +167,9 @@ func TestRealCallerCancels(t *testing.T) {
 		_, err := get(ctx, newClient(0, nil), srv.URL)
 		errc <- err
 	}()
-	<-arrived
+	testwait.Recv(t, arrived, "the request to reach the server")
 	cancel()
-	err := <-errc
+	err := testwait.Recv(t, errc, "the cancelled request to return")
 	require.Error(t, err)
 
 	got := classify.Error(ctx, err)

@@ -2,7 +2,15 @@ package deploy
 
 import (
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"iter"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +22,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/modelfailover"
 	"github.com/agentbreaker/agentbreaker/telemetry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 	"github.com/agentbreaker/agentbreaker/throttle"
@@ -21,30 +30,66 @@ import (
 )
 
 // exportedFamilies registers a real Telemetry, reports one of everything, and returns
-// the metric family names a scrape shows, with their types. It fails if some family
-// the telemetry describes never showed up, so the list cannot silently shrink when a
-// metric is added without being exercised.
+// the metric family names a scrape shows, with their types. It fails unless the
+// families shown are exactly the metric names the telemetry package declares in its
+// source (declaredFamilies): a family registered only on some path (the
+// ModelObserver's agentbreaker_model_fallback_calls_total, which counting the
+// Telemetry's own Describe missed) must be exercised here, or this fails.
 func exportedFamilies(t *testing.T) map[string]dto.MetricType {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	tel := exerciseTelemetry(t, reg)
+	exerciseTelemetry(t, reg)
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	out := make(map[string]dto.MetricType, len(families))
 	for _, mf := range families {
 		out[mf.GetName()] = mf.GetType()
 	}
-	descs := make(chan *prometheus.Desc)
-	go func() {
-		tel.Describe(descs)
-		close(descs)
-	}()
-	described := 0
-	for range descs {
-		described++
-	}
-	require.Len(t, out, described, "every described metric family must be exercised in exerciseTelemetry")
+	require.Equal(t, declaredFamilies(t), slices.Sorted(maps.Keys(out)),
+		"every metric name the telemetry package declares must be exercised in exerciseTelemetry")
 	return out
+}
+
+// metricNameLit is a metric family name as a Go string literal holds it.
+var metricNameLit = regexp.MustCompile(`^"(agentbreaker_[a-z0-9_]+)"$`)
+
+// declaredFamilies returns every metric name written as a string literal in the
+// telemetry package's source (its tests aside), sorted: the names it can export,
+// whichever path registers them.
+func declaredFamilies(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob("../telemetry/*.go")
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if m := metricNameLit.FindStringSubmatch(lit.Value); m != nil {
+					seen[m[1]] = true
+				}
+			}
+			return true
+		})
+	}
+	require.NotEmpty(t, seen)
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// TestDeclaredFamiliesSeesTheModelObserver is the regression test for the metric
+// table missing agentbreaker_model_fallback_calls_total: the family is registered
+// only when the ModelObserver is, so the old check (the Telemetry's own Describe)
+// never counted it.
+func TestDeclaredFamiliesSeesTheModelObserver(t *testing.T) {
+	t.Parallel()
+	require.Contains(t, declaredFamilies(t), "agentbreaker_model_fallback_calls_total")
+	require.Contains(t, exportedFamilies(t), "agentbreaker_model_fallback_calls_total")
+	require.Contains(t, documentedMetrics(t, "../docs/operations-metrics.md"), "agentbreaker_model_fallback_calls_total")
 }
 
 // exerciseTelemetry registers a Telemetry on reg and reports one of everything.
@@ -82,6 +127,11 @@ func exerciseTelemetry(t *testing.T, reg prometheus.Registerer) *telemetry.Telem
 	if p, err := b.Allow(); err == nil {
 		p.Success()
 	}
+	// The model failover adapter registers a collector of its own.
+	obs := tel.ModelObserver()
+	obs.ObserveCall(ctx, modelfailover.Call{ServedBy: modelfailover.ServedFallback,
+		Route:        modelfailover.Endpoint{Name: "pro@b", Model: "pro", Region: "b"},
+		FallbackFrom: modelfailover.Endpoint{Name: "pro@a", Model: "pro", Region: "a", Primary: true}, FallbackCause: "http_5xx"})
 	return tel
 }
 

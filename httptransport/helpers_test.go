@@ -210,6 +210,8 @@ func (s *resetServer) serve() {
 		}
 		s.accepted.Add(1)
 		tc := c.(*net.TCPConn)
+		// A bound on every wait below: a client that never sends must not hang the test.
+		_ = tc.SetReadDeadline(time.Now().Add(serverWaitBound))
 		if s.afterRead {
 			req, err := http.ReadRequest(bufio.NewReader(tc))
 			if err == nil {
@@ -224,21 +226,9 @@ func (s *resetServer) serve() {
 	}
 }
 
-// waitReadable returns once bytes wait on the connection, without reading them.
-func waitReadable(tc *net.TCPConn) {
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return
-	}
-	first := true
-	_ = rc.Read(func(uintptr) bool {
-		if first {
-			first = false
-			return false // not yet: wait until the socket is readable
-		}
-		return true
-	})
-}
+// serverWaitBound bounds how long a test server waits for a client's bytes. Well-behaved
+// tests never reach it; it turns a lost wake-up into a failure instead of a hang.
+const serverWaitBound = 10 * time.Second
 
 func (s *resetServer) received() []*receivedRequest {
 	var out []*receivedRequest

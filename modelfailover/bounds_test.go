@@ -10,6 +10,7 @@ import (
 	"google.golang.org/adk/v2/model"
 
 	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 )
 
@@ -44,7 +45,7 @@ func stepChunks(t *testing.T, h *harness, gate *geminifake.Gate, items <-chan st
 	for range n {
 		h.clock.Advance(every)
 		require.NoError(t, gate.Step(t.Context()))
-		it := <-items
+		it := testwait.Recv(t, items, "the next stream item")
 		require.NoError(t, it.err)
 		require.True(t, it.partial)
 		texts = append(texts, it.text)
@@ -69,18 +70,18 @@ func healthyStream(t *testing.T, callbacks bool) {
 	gate := geminifake.NewGate(0)
 	require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"one ", "two ", "three ", "four ", "five"}, Gate: gate}))
 	items := streamTurn(h, "count")
-	<-gate.Arrived()
+	testwait.Recv(t, gate.Arrived(), "the request to reach the fake model")
 	h.clock.waitArmed(1) // the first-response timer
 	texts := stepChunks(t, h, gate, items, 4, 200*time.Millisecond, 1)
 	// The fifth chunk ends the stream: the final response follows it at once, so
 	// there is no gap timer to wait for.
 	h.clock.Advance(200 * time.Millisecond)
 	require.NoError(t, gate.Step(t.Context()))
-	it := <-items
+	it := testwait.Recv(t, items, "the next stream item")
 	require.NoError(t, it.err)
 	texts = append(texts, it.text)
 	assert.Equal(t, []string{"one ", "two ", "three ", "four ", "five"}, texts)
-	last := <-items
+	last := testwait.Recv(t, items, "the next stream item")
 	require.NoError(t, last.err)
 	assert.False(t, last.partial)
 	assert.Equal(t, "one two three four five", last.text)
@@ -110,13 +111,13 @@ func stalledStream(t *testing.T, callbacks bool) {
 	gate := geminifake.NewGate(0)
 	require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"one ", "two ", "three"}, Gate: gate}))
 	items := streamTurn(h, "count")
-	<-gate.Arrived()
+	testwait.Recv(t, gate.Arrived(), "the request to reach the fake model")
 	h.clock.waitArmed(1)
 	assert.Equal(t, []string{"one ", "two "}, stepChunks(t, h, gate, items, 2, 100*time.Millisecond, 1))
 	h.clock.Advance(299 * time.Millisecond)
 	h.clock.waitArmed(1) // not yet
 	h.clock.Advance(time.Millisecond)
-	it := <-items
+	it := testwait.Recv(t, items, "the next stream item")
 	require.Error(t, it.err)
 	if !callbacks {
 		// The callbacks pass the model's own error on; the failover model wraps it.
@@ -141,7 +142,7 @@ func TestFirstChunkTimeoutFailsOver(t *testing.T) {
 	gate := geminifake.NewGate(0)
 	require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"never"}, Gate: gate}))
 	items := streamTurn(h, "hello")
-	<-gate.Arrived()
+	testwait.Recv(t, gate.Arrived(), "the request to reach the fake model")
 	h.clock.waitArmed(1)
 	h.clock.Advance(500 * time.Millisecond)
 	var finals []string
@@ -165,11 +166,11 @@ func TestCallTimeoutBoundsTheWholeStream(t *testing.T) {
 	gate := geminifake.NewGate(0)
 	require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"one ", "two ", "three"}, Gate: gate}))
 	items := streamTurn(h, "count")
-	<-gate.Arrived()
+	testwait.Recv(t, gate.Arrived(), "the request to reach the fake model")
 	h.clock.waitArmed(1) // the whole-call timer
 	assert.Equal(t, []string{"one ", "two "}, stepChunks(t, h, gate, items, 2, 400*time.Millisecond, 1))
 	h.clock.Advance(200 * time.Millisecond)
-	it := <-items
+	it := testwait.Recv(t, items, "the next stream item")
 	var te *modelfailover.TimeoutError
 	require.True(t, errors.As(it.err, &te), "got %v", it.err)
 	assert.Equal(t, modelfailover.BoundCall, te.Bound)

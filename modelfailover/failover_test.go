@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 )
 
@@ -165,16 +166,16 @@ func TestConcurrentTurnsSendOneProbe(t *testing.T) {
 	for range n {
 		go func() { results <- h.turn(context.Background(), newSession(), false) }()
 	}
-	<-gate.Arrived() // the probe is held at A
+	testwait.Recv(t, gate.Arrived(), "the request to reach the fake model") // the probe is held at A
 	for range n - 1 {
-		res := <-results
+		res := testwait.Recv(t, results, "the turn's result")
 		require.NoError(t, res.err)
 		assert.Equal(t, []string{"answer from europe-west1"}, res.finals)
 	}
 	assert.Equal(t, []int{3, 2 + n - 1}, h.counts())
 	assert.Equal(t, breaker.HalfOpen, h.breaker(a).State())
 	gate.Release()
-	res := <-results
+	res := testwait.Recv(t, results, "the turn's result")
 	require.NoError(t, res.err)
 	assert.Equal(t, []string{"answer from us-central1"}, res.finals)
 	assert.Equal(t, breaker.Closed, h.breaker(a).State())
@@ -278,10 +279,10 @@ func TestStreamFailingAfterTwoChunksIsNotPapered(t *testing.T) {
 
 			items := streamTurn(h, "hi")
 			ctx := t.Context()
-			<-gate.Arrived()
+			testwait.Recv(t, gate.Arrived(), "the request to reach the fake model")
 			for _, want := range []string{"Hel", "lo "} {
 				require.NoError(t, gate.Step(ctx))
-				it := <-items
+				it := testwait.Recv(t, items, "the next stream item")
 				assert.True(t, it.partial)
 				assert.Equal(t, want, it.text)
 				assert.Equal(t, routeA, it.meta[modelfailover.MetaRoute])

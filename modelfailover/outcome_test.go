@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 )
 
@@ -125,7 +126,7 @@ func TestCallerEndingTheTurnIsNeutral(t *testing.T) {
 				go func() { done <- h.turn(ctx, newSession(), false) }()
 				<-gate.Arrived() // the probe is at A
 				ctx.end()
-				res := <-done
+				res := testwait.Recv(t, done, "the turn's result")
 				require.Error(t, res.err)
 				assert.Equal(t, []int{3, 2}, h.counts(), "no failover for a caller who left")
 				assert.Equal(t, breaker.HalfOpen, h.breaker(a).State())

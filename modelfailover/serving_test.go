@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 )
 
@@ -42,7 +43,7 @@ func TestFallbacksFinishingAfterTheProbeDoNotMoveServingBack(t *testing.T) {
 	}
 
 	probeGate.Release()
-	res := <-probeDone
+	res := testwait.Recv(t, probeDone, "the turn's result")
 	require.NoError(t, res.err)
 	assert.Equal(t, []string{"answer from us-central1"}, res.finals)
 	require.Equal(t, breaker.Closed, h.breaker(a).State())
@@ -51,7 +52,7 @@ func TestFallbacksFinishingAfterTheProbeDoNotMoveServingBack(t *testing.T) {
 
 	lateGate.Release()
 	for range late {
-		res := <-lateDone
+		res := testwait.Recv(t, lateDone, "the turn's result")
 		require.NoError(t, res.err)
 		assert.Equal(t, []string{"late answer from europe-west1"}, res.finals)
 		assert.Equal(t, routeB, res.last.CustomMetadata[modelfailover.MetaRoute])
@@ -141,7 +142,7 @@ func TestAnnouncementsKeepTheirOrder(t *testing.T) {
 	require.NoError(t, h.turn(ctx, newSession(), false).err) // one failure: a per-call fallback
 	first := make(chan result, 1)
 	go func() { first <- h.turn(ctx, newSession(), false) }() // the second failure opens A
-	<-entered
+	testwait.Recv(t, entered, "the call to enter the model")
 
 	// While the first hook runs, A recovers and its probe closes the breaker.
 	a.server.Recover()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 )
 
@@ -45,10 +46,10 @@ func TestStreamedSuccessIsRecordedOnceOnTheFinalResponse(t *testing.T) {
 			gate := geminifake.NewGate(0)
 			require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"one ", "two ", "three"}, Gate: gate}))
 			items := streamTurn(h, "count")
-			<-gate.Arrived()
+			testwait.Recv(t, gate.Arrived(), "the request to reach the fake model")
 			for _, want := range []string{"one ", "two "} {
 				require.NoError(t, gate.Step(t.Context()))
-				it := <-items
+				it := testwait.Recv(t, items, "the next stream item")
 				require.NoError(t, it.err)
 				assert.True(t, it.partial)
 				assert.Equal(t, want, it.text)
@@ -96,7 +97,7 @@ func TestAbandonedStreamReleasesItsPermit(t *testing.T) {
 			gate := geminifake.NewGate(0)
 			require.NoError(t, a.server.Enqueue(geminifake.Reply{Chunks: []string{"one ", "two"}, Gate: gate}))
 			go func() {
-				<-gate.Arrived()
+				testwait.Recv(t, gate.Arrived(), "the request to reach the fake model")
 				_ = gate.Step(context.Background()) // let the first chunk out, hold the second
 			}()
 			partials := 0

@@ -1,10 +1,12 @@
 package modelfailover_test
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 )
 
@@ -66,11 +68,24 @@ func (c *timerClock) Advance(d time.Duration) time.Time {
 }
 
 // waitArmed blocks until exactly n timers are armed. It waits on a condition, not
-// on real time: the test's next step needs the attempt to have armed its timer.
+// on real time: the test's next step needs the attempt to have armed its timer. The
+// wait is bounded (testwait.Bound): past it, it panics with the count it saw, since
+// some callers run off the test's goroutine where t.Fatal is not allowed.
 func (c *timerClock) waitArmed(n int) {
+	expired := false
+	stop := time.AfterFunc(testwait.Bound, func() {
+		c.mu.Lock()
+		expired = true
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop.Stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for len(c.timers) != n {
+		if expired {
+			panic(fmt.Sprintf("waited %v for %d armed timers; %d are armed", testwait.Bound, n, len(c.timers)))
+		}
 		c.cond.Wait()
 	}
 }

@@ -44,6 +44,8 @@ func ReportBreakerState(ctx context.Context, s breaker.State) {
 // call, for a caller that holds the dependency's breaker itself rather than giving it
 // to the Operation (the callbacks plugin): Run.Admit writes it into the records of
 // attempts it refuses before they are sent, as it does for an Operation's own breaker.
+// The hooks then receive the wrapped context, which hides the methods of the caller's
+// own (an adk-go tool context's InvocationID): prefer Run.AdmitWithState.
 func WithAdmittingState(ctx context.Context, s breaker.State) context.Context {
 	return context.WithValue(ctx, admittingKey{}, s)
 }

@@ -68,6 +68,20 @@ func (run *Run) Done() (Reason, bool) {
 // Reconciler: once an operator or a status lookup has settled the earlier attempt as
 // not applied, the call that asks again is admitted as a retry.
 func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
+	return run.admit(ctx, admittingState(ctx))
+}
+
+// AdmitWithState is Admit for a caller that holds the dependency's breaker itself (the
+// callbacks plugin): state is the state of the breaker that admitted the call, written
+// into the records of attempts refused before they are sent. Unlike
+// WithAdmittingState, it leaves ctx as it is, so the hooks (OnAttempt) receive the
+// caller's own context: an adk-go tool context keeps its InvocationID and
+// FunctionCallID, which telemetry.RetryHook's records carry.
+func (run *Run) AdmitWithState(ctx context.Context, state breaker.State) (*Attempt, error) {
+	return run.admit(ctx, state.String())
+}
+
+func (run *Run) admit(ctx context.Context, admitting string) (*Attempt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, run.refusal(ReasonCanceled, err)
 	}
@@ -87,7 +101,7 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 		run.mu.Unlock()
 		if record {
 			run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: last.Class,
-				BreakerState: admittingState(ctx), Stop: why, At: r.clk.Now()})
+				BreakerState: admitting, Stop: why, At: r.clk.Now()})
 		}
 		return nil, err
 	}
@@ -110,7 +124,7 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 		run.refusedNext = true
 		run.mu.Unlock()
 		run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: classify.ClassDeadline,
-			BreakerState: admittingState(ctx), Stop: ReasonDeadlineExhausted, At: now})
+			BreakerState: admitting, Stop: ReasonDeadlineExhausted, At: now})
 		return nil, err
 	}
 	first := run.attempts == 0
@@ -124,7 +138,7 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 		run.refusedNext = true
 		run.mu.Unlock()
 		run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: last.Class,
-			BreakerState: admittingState(ctx), Stop: ReasonBudgetExhausted, At: now})
+			BreakerState: admitting, Stop: ReasonBudgetExhausted, At: now})
 		return nil, err
 	}
 	run.inFlight = true

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -42,6 +43,8 @@ func (r Record) Start() time.Time { return r.End.Add(-r.Elapsed) }
 // any, else telemetry's, else the retry orchestrator's. A malformed line is an error naming its
 // line number, field and value. A CSV timestamp is when the call started; a slog
 // record's time is when it ended.
+//
+// A record that cannot be read gives a *RecordError naming its line.
 func ReadRecords(r io.Reader) ([]Record, error) {
 	br := bufio.NewReader(r)
 	head, _ := br.Peek(1)
@@ -49,6 +52,19 @@ func ReadRecords(r io.Reader) ([]Record, error) {
 		return readJSONRecords(br)
 	}
 	return readCSVRecords(br)
+}
+
+// RecordError is a call record that could not be read.
+type RecordError struct {
+	Line   int // from 1
+	Column int // from 1; 0 when unknown
+	// Problem names the field, the value and what is wrong: `latency_ms "fast": want a
+	// non-negative number`.
+	Problem string
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("sim: records line %d: %s", e.Line, e.Problem)
 }
 
 // Sources of call records in agentbreaker's logs, most preferred first. One call can be
@@ -88,7 +104,11 @@ func readJSONRecords(r io.Reader) ([]Record, error) {
 		}
 		var m map[string]any
 		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("sim: records line %d: not a JSON object: %v", line, err)
+			re := &RecordError{Line: line, Problem: fmt.Sprintf("not a JSON object: %v", err)}
+			if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+				re.Column = int(se.Offset)
+			}
+			return nil, re
 		}
 		dep, _ := m["dependency"].(string)
 		outcome, _ := m["outcome"].(string)
@@ -101,14 +121,14 @@ func readJSONRecords(r io.Reader) ([]Record, error) {
 		ts, _ := m["time"].(string)
 		end, err := time.Parse(time.RFC3339Nano, ts)
 		if err != nil {
-			return nil, fmt.Errorf("sim: records line %d: time %q: want RFC 3339", line, ts)
+			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("time %q: want RFC 3339", ts)}
 		}
 		rec := Record{End: end, Dependency: dep, Outcome: outcome}
 		rec.Class, _ = m["error_class"].(string)
 		if v, ok := m["elapsed_ms"]; ok {
 			f, ok := v.(float64)
 			if !ok || f < 0 || math.IsInf(f, 0) {
-				return nil, fmt.Errorf("sim: records line %d: elapsed_ms %v: want a non-negative number", line, v)
+				return nil, &RecordError{Line: line, Problem: fmt.Sprintf("elapsed_ms %v: want a non-negative number", v)}
 			}
 			rec.Elapsed = time.Duration(f * float64(time.Millisecond))
 		}
@@ -141,6 +161,9 @@ func readCSVRecords(r io.Reader) ([]Record, error) {
 			break
 		}
 		if err != nil {
+			if pe, ok := errors.AsType[*csv.ParseError](err); ok {
+				return nil, &RecordError{Line: pe.Line, Column: pe.Column, Problem: pe.Err.Error()}
+			}
 			return nil, fmt.Errorf("sim: records: %w", err)
 		}
 		if len(row) == 1 && strings.TrimSpace(row[0]) == "" {
@@ -150,19 +173,19 @@ func readCSVRecords(r io.Reader) ([]Record, error) {
 			continue // header
 		}
 		if len(row) != 4 {
-			return nil, fmt.Errorf("sim: records line %d: %d fields %q: want timestamp,dependency,outcome,latency_ms", line, len(row), row)
+			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("%d fields %q: want timestamp,dependency,outcome,latency_ms", len(row), row)}
 		}
 		end, err := parseTimestamp(strings.TrimSpace(row[0]))
 		if err != nil {
-			return nil, fmt.Errorf("sim: records line %d: timestamp %q: want RFC 3339 or Unix seconds", line, row[0])
+			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("timestamp %q: want RFC 3339 or Unix seconds", row[0])}
 		}
 		lat, err := strconv.ParseFloat(strings.TrimSpace(row[3]), 64)
 		if err != nil || lat < 0 || math.IsInf(lat, 0) || math.IsNaN(lat) {
-			return nil, fmt.Errorf("sim: records line %d: latency_ms %q: want a non-negative number", line, row[3])
+			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("latency_ms %q: want a non-negative number", row[3])}
 		}
 		dep, outcome := strings.TrimSpace(row[1]), strings.TrimSpace(row[2])
 		if dep == "" {
-			return nil, fmt.Errorf("sim: records line %d: dependency %q: must not be empty", line, row[1])
+			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("dependency %q: must not be empty", row[1])}
 		}
 		v := verdictOf(strings.ToUpper(outcome), "", "")
 		switch strings.ToLower(outcome) {
@@ -174,7 +197,7 @@ func readCSVRecords(r io.Reader) ([]Record, error) {
 			v = classify.Neutral
 		case "failed_before_send":
 		default:
-			return nil, fmt.Errorf("sim: records line %d: outcome %q: want SUCCEEDED, FAILED, UNKNOWN, FAILED_BEFORE_SEND, ok, error or timeout", line, outcome)
+			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("outcome %q: want SUCCEEDED, FAILED, UNKNOWN, FAILED_BEFORE_SEND, ok, error or timeout", outcome)}
 		}
 		out = append(out, Record{End: end.Add(time.Duration(lat * float64(time.Millisecond))), Dependency: dep,
 			Outcome: strings.ToUpper(outcome), Elapsed: time.Duration(lat * float64(time.Millisecond)), Verdict: v})

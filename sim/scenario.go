@@ -7,8 +7,8 @@ import (
 	"math"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -485,23 +485,30 @@ func (s Scenario) recovery(start time.Time) time.Time { return start.Add(s.Outag
 // policyError puts a dependency-file policy error under the scenario's policy field. The
 // dependencymap and breaker errors already name the field and the value.
 func policyError(err error) error {
+	if de, ok := errors.AsType[*depfile.Error](err); ok && len(de.Problems) > 0 {
+		// The scenario's policy was checked as a dependency file's default: its keys
+		// are the scenario's under policy.
+		errs := make([]error, len(de.Problems))
+		for i, p := range de.Problems {
+			v := p.Value
+			if str, ok := v.(string); ok {
+				v = quoted(str) // a string the file wrote, shown as the file's value
+			}
+			errs[i] = &ConfigError{Package: "sim", Field: "policy" + strings.TrimPrefix(p.Path, "default"), Value: v, Problem: p.Message}
+		}
+		return errors.Join(errs...)
+	}
 	if ce, ok := errors.AsType[*ConfigError](err); ok {
 		// The breaker names Go fields (Policy.FailureRateThreshold); the scenario, keys.
 		return &ConfigError{Package: "sim", Field: "policy." + snakeCase(strings.TrimPrefix(ce.Field, "Policy.")), Value: ce.Value, Problem: ce.Problem}
 	}
-	if m := depfileError.FindStringSubmatch(err.Error()); m != nil {
-		return &ConfigError{Package: "sim", Field: "policy." + m[1], Value: rawValue(m[2]), Problem: m[3]}
-	}
 	return fmt.Errorf("sim: policy: %s", strings.TrimPrefix(err.Error(), "dependencymap: "))
 }
 
-// depfileError matches depfile's "dependencymap: default.window = "soon": want …".
-var depfileError = regexp.MustCompile(`^dependencymap: default\.(\w+) = (.*?): (.*)$`)
+// quoted prints a string value quoted, as the file's errors do.
+type quoted string
 
-// rawValue prints as given: the value is already quoted where it was a string.
-type rawValue string
-
-func (v rawValue) String() string { return string(v) }
+func (q quoted) String() string { return strconv.Quote(string(q)) }
 
 // snakeCase turns a Go field name into its file key: FailureRateThreshold into
 // failure_rate_threshold.

@@ -64,7 +64,9 @@ func down(s breaker.State) bool { return s == breaker.Open || s == breaker.HalfO
 // itself (an operator's, say) costs one more series the first time; past the budget it
 // is counted under "other", while the breaker's own time-open accounting goes on.
 func (t *Telemetry) record(e breaker.Event) {
-	name := sanitizeLabel(e.Breaker)
+	// The dependency label's cap (Config.MaxLabelValues) holds here as on every other
+	// family: a breaker past it is counted under "other".
+	name := t.dependency.value(e.Breaker)
 	tr := transition{e.From, e.To, e.Cause}
 	own := name != otherLabel && t.admit(famBreaker, breakerSeries, name)
 	countHere := own
@@ -189,7 +191,7 @@ func (t *Telemetry) collectBreakers(ch chan<- prometheus.Metric) {
 				continue // an earlier source listed it
 			}
 			rawSeen[raw] = true
-			label := sanitizeLabel(raw)
+			label := t.dependency.value(raw) // "other" past Config.MaxLabelValues
 			if _, dup := byLabel[label]; dup || label == otherLabel ||
 				!t.budget.tryAdmit(seriesKey{fam: famBreaker, labels: [4]string{label}}, breakerSeries) {
 				folded = append(folded, b)

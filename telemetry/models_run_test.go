@@ -202,6 +202,10 @@ func failoverSpanEvents(spans []sdktrace.ReadOnlySpan, route string) []map[strin
 // span and the response marker agreeing.
 func TestModelFailoverThirtyMinuteRun(t *testing.T) {
 	spans := globalSpans()
+	// The recorder is the process's: look only at the spans this run ends (with
+	// -count=2 the first run's failover events are still in it).
+	seen := len(spans.Ended())
+	ended := func() []sdktrace.ReadOnlySpan { return spans.Ended()[seen:] }
 	fr := newFailoverRun(t, "run-us", "run-eu")
 	const every = 5 * time.Second // 60 calls per 5-minute window: above the volume gate
 
@@ -224,7 +228,7 @@ func TestModelFailoverThirtyMinuteRun(t *testing.T) {
 	assert.InDelta(t, 1.0/3, fr.gauge("agentbreaker_model_fallback_ratio"), 0.02)
 	assert.Equal(t, 1.0, fr.gauge("agentbreaker_model_route_serving", "region", "run-us"))
 	assert.Equal(t, 0.0, fr.gauge("agentbreaker_model_route_serving", "region", "run-eu"))
-	assert.Empty(t, failoverSpanEvents(spans.Ended(), fr.usKey))
+	assert.Empty(t, failoverSpanEvents(ended(), fr.usKey))
 
 	// A real outage of the primary region: ten minutes of 503s.
 	require.NoError(t, fr.us.Fail(geminifake.Failure{Code: 503}))
@@ -282,7 +286,7 @@ agentbreaker_model_route_serving{model="gemini-2.5-pro",region="run-us"} 1
 `, fr.usKey, fr.euKey)), "agentbreaker_model_failovers_total", "agentbreaker_model_route_serving"))
 
 	// The spans: one failover event on the generate_content span of each causing call.
-	got := failoverSpanEvents(spans.Ended(), fr.usKey)
+	got := failoverSpanEvents(ended(), fr.usKey)
 	require.Len(t, got, 2)
 	for i, e := range evs {
 		assert.Equal(t, e.From.Name, got[i]["agentbreaker.from"])

@@ -56,18 +56,31 @@ func (l Layers) Validate() error {
 	}
 	sum += fmt.Sprintf(" = %s", need)
 	if l.SubAgent > 0 && need > l.SubAgent {
-		return fmt.Errorf("%w: %s, more than the sub-agent budget %s", ErrLayers, sum, l.SubAgent)
+		return &FitError{Detail: fmt.Sprintf("%s, more than the sub-agent budget %s", sum, l.SubAgent)}
 	}
 	if l.Turn > 0 {
 		if need > l.Turn {
-			return fmt.Errorf("%w: %s, more than the turn budget %s", ErrLayers, sum, l.Turn)
+			return &FitError{Detail: fmt.Sprintf("%s, more than the turn budget %s", sum, l.Turn)}
 		}
 		if l.SubAgent > l.Turn {
-			return fmt.Errorf("%w: sub-agent budget %s is more than the turn budget %s", ErrLayers, l.SubAgent, l.Turn)
+			return &FitError{Detail: fmt.Sprintf("sub-agent budget %s is more than the turn budget %s", l.SubAgent, l.Turn)}
 		}
 	}
 	return nil
 }
+
+// FitError is a layer that does not fit in the one around it; Validate returns it. It
+// unwraps to ErrLayers.
+type FitError struct {
+	// Detail shows the arithmetic: "tool timeout 5s × 3 attempts + backoff 1.5s =
+	// 16.5s, more than the sub-agent budget 10s".
+	Detail string
+}
+
+func (e *FitError) Error() string { return ErrLayers.Error() + ": " + e.Detail }
+
+// Unwrap returns ErrLayers.
+func (e *FitError) Unwrap() error { return ErrLayers }
 
 func plural(n int) string {
 	if n == 1 {

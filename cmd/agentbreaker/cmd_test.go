@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -136,99 +135,6 @@ func TestSimulateBadInput(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestReplayCommand(t *testing.T) {
-	dir := t.TempDir()
-	var b strings.Builder
-	b.WriteString("timestamp,dependency,outcome,latency_ms\n")
-	start := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	for i := 0; i < 900; i++ {
-		at := start.Add(time.Duration(i) * 500 * time.Millisecond)
-		outcome, lat := "SUCCEEDED", 100
-		if i >= 240 && i < 600 {
-			outcome, lat = "UNKNOWN", 5000
-		} else if i%41 == 0 {
-			outcome = "FAILED"
-		}
-		fmt.Fprintf(&b, "%s,crm,%s,%d\n", at.Format(time.RFC3339Nano), outcome, lat)
-	}
-	path := filepath.Join(dir, "calls.csv")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := runCmd(t, "replay", "-sweep", "-window", "20s", path)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	for _, want := range []string{"crm: 900 calls; 1 outage(s): 2026-03-01 09:02:00–09:05:00", "tripped at 09:02:",
-		"calls during the outage(s)", "tripped falsely 0 times", "sweep of 36 policies", "recommended: failure_rate_threshold"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	if err := os.WriteFile(path, []byte("2026-03-01T09:00:00Z,crm,ok,fast\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, _, errOut = runCmd(t, "replay", path)
-	if code != 1 || !strings.Contains(errOut, `latency_ms "fast"`) || !strings.Contains(errOut, "line 1") {
-		t.Errorf("exit %d, stderr %q: want the line, field and value", code, errOut)
-	}
-}
-
-func TestLintCommand(t *testing.T) {
-	code, out, _ := runCmd(t, "lint", "../../dependencymap/depfile/testdata/agent.yaml", "../../dependencymap/depfile/testdata/agent.json")
-	if code != 0 || !strings.Contains(out, "ok") {
-		t.Errorf("good files: exit %d, %q", code, out)
-	}
-	code, out, _ = runCmd(t, "lint", "-timeouts", "testdata/timeouts.yaml", "testdata/bad-deps.yaml")
-	if code != 1 {
-		t.Errorf("bad file: exit %d, want 1", code)
-	}
-	for _, want := range []string{
-		`error: dependencies.crm.policy.window = "soon"`,
-		"Policy.FailureRateThreshold = 7",
-		"warning: dependencies.enrich.policy.minimum_calls = 3",
-		"tools.enrich = 5s: layered timeouts do not fit: tool timeout 5s × 3 attempts + backoff 1.5s = 16.5s, more than the sub-agent budget 10s",
-		"warning: tools.stray",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("lint output lacks %q:\n%s", want, out)
-		}
-	}
-	// Warnings alone pass, unless -strict.
-	dir := t.TempDir()
-	warn := filepath.Join(dir, "warn.yaml")
-	if err := os.WriteFile(warn, []byte("default:\n  minimum_calls: 2\ndependencies:\n  crm:\n    tools: [a]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, out, _ := runCmd(t, "lint", warn); code != 0 || !strings.Contains(out, "minimum_calls = 2") {
-		t.Errorf("warnings only: exit %d, %q", code, out)
-	}
-	if code, _, _ := runCmd(t, "lint", "-strict", warn); code != 1 {
-		t.Errorf("-strict with a warning: exit %d, want 1", code)
-	}
-	// A probe lease shorter than the tool's longest call.
-	lease := filepath.Join(dir, "lease.yaml")
-	to := filepath.Join(dir, "to.yaml")
-	if err := os.WriteFile(lease, []byte("dependencies:\n  crm:\n    tools: [a]\n    policy:\n      probe_lease: 10s\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, []byte("tools:\n  a: {timeout: 5s, attempts: 3}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, out, _ := runCmd(t, "lint", "-timeouts", to, lease); code != 1 || !strings.Contains(out, "probe_lease = 10s") {
-		t.Errorf("short probe lease: exit %d, %q", code, out)
-	}
-}
-
-func TestUsage(t *testing.T) {
-	if code, _, errOut := runCmd(t); code != 2 || !strings.Contains(errOut, "simulate") {
-		t.Errorf("no command: exit %d", code)
-	}
-	if code, _, errOut := runCmd(t, "frobnicate"); code != 2 || !strings.Contains(errOut, `"frobnicate"`) {
-		t.Errorf("unknown command: exit %d, %q", code, errOut)
 	}
 }
 

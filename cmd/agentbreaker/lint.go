@@ -1,49 +1,24 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
-	"time"
-
-	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
-// timeoutsFile describes the layered timeouts of an agent's tools, for lint -timeouts.
-type timeoutsFile struct {
-	// Turn is the whole-turn budget (tooltimeout.Turn). Optional.
-	Turn string `yaml:"turn" json:"turn"`
-	// SubAgent is the budget of the sub-agent that calls the tools, when every tool's
-	// is the same. Optional; a tool's own sub_agent wins.
-	SubAgent string `yaml:"sub_agent" json:"sub_agent"`
-	// Tools gives each tool's timeout, attempts and backoff.
-	Tools map[string]toolTimeouts `yaml:"tools" json:"tools"`
-}
-
-type toolTimeouts struct {
-	Timeout  string `yaml:"timeout" json:"timeout"`
-	Attempts int    `yaml:"attempts" json:"attempts"`
-	Backoff  string `yaml:"backoff" json:"backoff"`
-	SubAgent string `yaml:"sub_agent" json:"sub_agent"`
-}
-
-// finding is one problem (or, when warn, a warning) with the field and value.
+// finding is one problem (or, when warn, a warning) in a file, in the file's terms.
 type finding struct {
-	file, field string
-	value       any
-	problem     string
-	warn        bool
+	file string
+	depfile.Problem
+	warn bool
 }
 
 func (f finding) String() string {
@@ -51,10 +26,7 @@ func (f finding) String() string {
 	if f.warn {
 		kind = "warning"
 	}
-	if f.field == "" { // the problem names its field and value itself
-		return fmt.Sprintf("%s: %s: %s", f.file, kind, f.problem)
-	}
-	return fmt.Sprintf("%s: %s: %s = %v: %s", f.file, kind, f.field, f.value, f.problem)
+	return problemLine(f.file, f.Problem, kind)
 }
 
 func lint(args []string, stdout, stderr io.Writer) error {
@@ -64,222 +36,206 @@ func lint(args []string, stdout, stderr io.Writer) error {
 	strict := fs.Bool("strict", false, "fail on warnings too")
 	mutating := fs.String("mutating", "", "comma-separated tools with side effects (callbacks.Config.MutatingTools): warns about a dependency whose tools are all mutating and that has no probe")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: agentbreaker lint [flags] DEPENDENCY-FILE...\n\nChecks dependency files (YAML or JSON, as depfile.Load reads them) and, with\n-timeouts, that each tool's timeout × attempts + backoff fits its sub-agent's budget\nand the turn's, and that probe leases outlast a probe's call. Prints every problem\nwith its field and value; exits 1 when there is one.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: agentbreaker lint [flags] DEPENDENCY-FILE...\n\nChecks dependency files (YAML or JSON, as depfile.Load reads them) and, with\n-timeouts, that each tool's timeout × attempts + backoff fits its sub-agent's budget\nand the turn's, and that probe leases outlast a probe's call. Prints every problem\nas FILE:LINE:COLUMN: KIND: KEY = VALUE: PROBLEM; exits 1 when there is an error\n(or, with -strict, a warning).\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return fmt.Errorf("%w: want at least one dependency file", errUsage)
+		return usageErrorf("want at least one dependency file")
 	}
 	var tf *timeoutsFile
-	var found []finding
+	var found, inTimeouts []finding
 	if *timeouts != "" {
 		var err error
 		if tf, err = readTimeouts(*timeouts); err != nil {
-			found = append(found, finding{file: *timeouts, problem: err.Error()})
-			tf = nil
+			return err
 		}
+		for _, p := range tf.problems {
+			inTimeouts = append(inTimeouts, finding{file: tf.path, Problem: p})
+		}
+		inTimeouts = append(inTimeouts, lintLayers(tf)...)
 	}
 	for _, path := range fs.Args() {
-		found = append(found, lintDeps(path, tf, *timeouts)...)
-		found = append(found, lintMutatingWithoutProbe(path, *mutating)...) // lint_probe.go
+		d, err := depfile.Read(path)
+		if err != nil {
+			return err
+		}
+		var mine []finding
+		for _, f := range lintDeps(d, tf) {
+			if f.file == d.Name {
+				mine = append(mine, f)
+			} else {
+				inTimeouts = append(inTimeouts, f)
+			}
+		}
+		mine = append(mine, lintMutatingWithoutProbe(d, *mutating)...) // lint_probe.go
+		slices.SortStableFunc(mine, byLine)                            // each file from its top down
+		found = append(found, mine...)
 	}
-	failed := false
+	slices.SortStableFunc(inTimeouts, byLine)
+	found = append(found, inTimeouts...)
+	errs, warns := 0, 0
 	for _, f := range found {
 		fmt.Fprintln(stdout, f)
-		if !f.warn || *strict {
-			failed = true
+		if f.warn {
+			warns++
+		} else {
+			errs++
 		}
 	}
-	if failed {
-		return errProblems
+	files := strings.Join(fs.Args(), ", ")
+	if *timeouts != "" {
+		files += ", " + *timeouts
 	}
-	if len(found) == 0 {
-		fmt.Fprintf(stdout, "%s: ok\n", strings.Join(fs.Args(), ", "))
+	switch {
+	case len(found) == 0:
+		fmt.Fprintf(stdout, "%s: ok\n", files)
+	default:
+		fmt.Fprintf(stdout, "%s: %s, %s\n", files, count(errs, "error"), count(warns, "warning"))
+	}
+	if errs > 0 || *strict && warns > 0 {
+		return errProblems
 	}
 	return nil
 }
 
-func decodeStrict(path string, data []byte, v any) error {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".json":
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		return dec.Decode(v)
-	default:
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		return nil
+func byLine(a, b finding) int {
+	if a.Line != b.Line {
+		return a.Line - b.Line
 	}
+	return a.Column - b.Column
 }
 
-func readTimeouts(path string) (*timeoutsFile, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
 	}
-	var tf timeoutsFile
-	if err := decodeStrict(path, data, &tf); err != nil {
-		return nil, err
-	}
-	return &tf, nil
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// lintDeps checks one dependency file: everything depfile.Load checks, reported
-// for each dependency rather than only the first, then the layered timeouts of its
-// tools and the probe leases.
-func lintDeps(path string, tf *timeoutsFile, tfPath string) []finding {
+// lintLayers checks that each tool's layered timeouts fit, whatever its dependency.
+func lintLayers(tf *timeoutsFile) []finding {
 	var out []finding
-	add := func(field string, value any, problem string, warn bool) {
-		out = append(out, finding{file: path, field: field, value: value, problem: problem, warn: warn})
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		add("", nil, err.Error(), false)
-		return out
-	}
-	var f depfile.File
-	if err := decodeStrict(path, data, &f); err != nil {
-		add("", nil, err.Error(), false)
-		return out
-	}
-	// Each dependency on its own, so that one bad entry does not hide the next.
-	keys := make([]string, 0, len(f.Dependencies))
-	for k := range f.Dependencies {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	perDep := map[string]bool{}
-	for _, k := range keys {
-		one := depfile.File{Default: f.Default, Dependencies: map[string]depfile.Dependency{k: f.Dependencies[k]}}
-		if _, err := one.Config(); err != nil {
-			perDep[k] = true
-			add("", nil, strings.TrimPrefix(err.Error(), "dependencymap: "), false)
-		}
-	}
-	if _, err := depfile.Load(path); err != nil && len(perDep) == 0 {
-		// A problem outside the dependencies (the default policy, models, exempt tools).
-		add("", nil, strings.TrimPrefix(err.Error(), "dependencymap: "), false)
-		return out
-	}
-	// Go on with the dependencies that are valid, so their timeouts are checked too.
-	good := f
-	good.Dependencies = map[string]depfile.Dependency{}
-	for _, k := range keys {
-		if !perDep[k] {
-			good.Dependencies[k] = f.Dependencies[k]
-		}
-	}
-	cfg, err := good.Config()
-	if err != nil {
-		add("", nil, strings.TrimPrefix(err.Error(), "dependencymap: "), false)
-		return out
-	}
-	m, err := dependencymap.New(cfg)
-	if err != nil {
-		add("", nil, err.Error(), false)
-		return out
-	}
-	for _, k := range keys {
-		if perDep[k] {
-			continue
-		}
-		b, ok := m.Get(k)
+	for _, tool := range tf.order {
+		l, ok := tf.layers(tool)
 		if !ok {
-			continue
+			continue // its values have problems, reported already
 		}
-		p := b.Policy()
-		field := "dependencies." + k + ".policy."
-		if p.MinimumCalls < 5 {
-			add(field+"minimum_calls", p.MinimumCalls, "a volume gate below 5 trips on a handful of samples; widen the window instead", true)
-		}
-		if len(f.Dependencies[k].Tools) == 0 && len(f.Dependencies[k].Hosts) == 0 {
-			add("dependencies."+k+".tools", "[]", "no tools and no hosts: nothing reaches this breaker", true)
-		}
-		if tf == nil {
-			continue
-		}
-		for _, tool := range f.Dependencies[k].Tools {
-			tt, ok := tf.Tools[tool]
-			if !ok {
-				continue
+		if err := l.Validate(); err != nil {
+			p := depfile.Problem{Path: "tools." + tool, Message: err.Error()}
+			if fe, ok := errors.AsType[*tooltimeout.FitError](err); ok {
+				p.Message = "layered timeouts do not fit: " + fe.Detail
 			}
-			l, errs := layers(tf, tool, tt)
-			for _, e := range errs {
-				out = append(out, finding{file: tfPath, field: e.field, value: e.value, problem: e.problem})
-			}
-			if errs != nil {
-				continue
-			}
-			if err := l.Validate(); err != nil {
-				out = append(out, finding{file: tfPath, field: "tools." + tool, value: tt.Timeout,
-					problem: strings.TrimPrefix(err.Error(), "tooltimeout: ")})
-			}
-			if need := l.Need(); p.ProbeLease < need {
-				add(field+"probe_lease", p.ProbeLease, fmt.Sprintf("shorter than %s's longest call (%v = timeout %v × %d attempts + backoff %v): a second probe would go while the first still runs",
-					tool, need, l.ToolTimeout, max(l.Attempts, 1), l.Backoff), false)
-			}
-		}
-	}
-	if tf != nil {
-		var unknown []string
-		for tool := range tf.Tools {
-			if _, guarded := m.DependencyOf(tool); !slices.ContainsFunc(keys, func(k string) bool { return slices.Contains(f.Dependencies[k].Tools, tool) }) && guarded {
-				unknown = append(unknown, tool)
-			}
-		}
-		slices.Sort(unknown)
-		for _, tool := range unknown {
-			out = append(out, finding{file: tfPath, field: "tools." + tool, value: tool, warn: true,
-				problem: "not listed under any dependency of " + path + ": it gets a breaker of its own"})
+			p.Line, p.Column = tf.position(p.Path)
+			out = append(out, finding{file: tf.path, Problem: p})
 		}
 	}
 	return out
 }
 
-type fieldErr struct {
-	field   string
-	value   any
-	problem string
+// layers returns a tool's layered timeouts, or false when the file's values for it
+// (or the turn's, the sub-agent's) have problems.
+func (tf *timeoutsFile) layers(tool string) (tooltimeout.Layers, bool) {
+	for _, p := range tf.problems {
+		if p.Path == "turn" || p.Path == "sub_agent" || p.Path == "tools."+tool || strings.HasPrefix(p.Path, "tools."+tool+".") {
+			return tooltimeout.Layers{}, false
+		}
+	}
+	tt := tf.tools[tool]
+	l := tooltimeout.Layers{ToolTimeout: tt.timeout, Attempts: tt.attempts, Backoff: tt.backoff, SubAgent: tf.subAgent, Turn: tf.turn}
+	if tt.subAgent > 0 {
+		l.SubAgent = tt.subAgent
+	}
+	return l, true
 }
 
-func layers(tf *timeoutsFile, tool string, tt toolTimeouts) (tooltimeout.Layers, []fieldErr) {
-	var errs []fieldErr
-	dur := func(field, v string, required bool) time.Duration {
-		if v == "" {
-			if required {
-				errs = append(errs, fieldErr{field, `""`, "required"})
+// lintDeps reports a dependency file's problems, then, for the dependencies without
+// any, the warnings and the probe leases against the tools' timeouts.
+func lintDeps(d *depfile.Document, tf *timeoutsFile) []finding {
+	var out []finding
+	for _, p := range d.Problems {
+		out = append(out, finding{file: d.Name, Problem: p})
+	}
+	warn := func(path string, value any, format string, args ...any) {
+		line, col := d.Position(path)
+		out = append(out, finding{file: d.Name, warn: true,
+			Problem: depfile.Problem{Path: path, Line: line, Column: col, Value: value, Message: fmt.Sprintf(format, args...)}})
+	}
+	bad := func(path string, value any, format string, args ...any) {
+		line, col := d.Position(path)
+		out = append(out, finding{file: d.Name,
+			Problem: depfile.Problem{Path: path, Line: line, Column: col, Value: value, Message: fmt.Sprintf(format, args...)}})
+	}
+	// The dependencies with no problem of their own, checked further on their own
+	// (with the file's default, unless the default is what is wrong).
+	hasProblem := func(prefix string) bool {
+		return slices.ContainsFunc(d.Problems, func(p depfile.Problem) bool {
+			return p.Path == prefix || strings.HasPrefix(p.Path, prefix+".") || strings.HasPrefix(p.Path, prefix+"[")
+		})
+	}
+	if hasProblem("default") || slices.ContainsFunc(d.Problems, func(p depfile.Problem) bool { return p.Path == "" }) {
+		return out
+	}
+	warned := map[string]bool{}
+	if n := d.File.Default.MinimumCalls; n > 0 && n < 5 {
+		warned["default.minimum_calls"] = true
+		warn("default.minimum_calls", n, "a volume gate below 5 trips on a handful of samples; widen the window instead")
+	}
+	good := depfile.File{Default: d.File.Default, Dependencies: map[string]depfile.Dependency{}}
+	for k, dep := range d.File.Dependencies {
+		if !hasProblem("dependencies." + k) {
+			good.Dependencies[k] = dep
+		}
+	}
+	cfg, err := good.Config()
+	if err != nil {
+		return out // a problem across dependencies (a tool listed twice): reported above
+	}
+	m, err := dependencymap.New(cfg)
+	if err != nil {
+		return out
+	}
+	for _, k := range slices.Sorted(maps.Keys(good.Dependencies)) {
+		b, _ := m.Get(k)
+		p := b.Policy()
+		if src := d.PolicySource(k, "minimum_calls"); src != "" && p.MinimumCalls < 5 && !warned[src] {
+			warned[src] = true
+			warn(src, p.MinimumCalls, "a volume gate below 5 trips on a handful of samples; widen the window instead")
+		}
+		dep := good.Dependencies[k]
+		if len(dep.Tools) == 0 && len(dep.Hosts) == 0 {
+			warn("dependencies."+k, nil, "lists no tools and no hosts: nothing reaches this breaker")
+		}
+		if tf == nil {
+			continue
+		}
+		for _, tool := range dep.Tools {
+			l, ok := tf.layers(tool)
+			if _, listed := tf.tools[tool]; !listed || !ok {
+				continue
 			}
-			return 0
+			if need := l.Need(); p.ProbeLease < need {
+				why := fmt.Sprintf("shorter than %s's longest call (%v = timeout %v × %d attempts + backoff %v, %s): a second probe would go while the first still runs",
+					tool, need, l.ToolTimeout, max(l.Attempts, 1), l.Backoff, tf.where("tools."+tool))
+				if src := d.PolicySource(k, "probe_lease"); src != "" {
+					bad(src, p.ProbeLease, "%s", why)
+				} else {
+					bad("dependencies."+k, nil, "probe_lease is not set, and its default %v is %s", p.ProbeLease, why)
+				}
+			}
 		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			errs = append(errs, fieldErr{field, fmt.Sprintf("%q", v), `want a duration such as "5s"`})
+	}
+	if tf != nil {
+		for _, tool := range tf.order {
+			if _, guarded := m.DependencyOf(tool); guarded && !slices.ContainsFunc(slices.Collect(maps.Values(d.File.Dependencies)),
+				func(dep depfile.Dependency) bool { return slices.Contains(dep.Tools, tool) }) {
+				line, col := tf.position("tools." + tool)
+				out = append(out, finding{file: tf.path, warn: true, Problem: depfile.Problem{Path: "tools." + tool, Line: line, Column: col,
+					Message: "not listed under any dependency of " + d.Name + ": it gets a breaker of its own"}})
+			}
 		}
-		return d
 	}
-	l := tooltimeout.Layers{
-		ToolTimeout: dur("tools."+tool+".timeout", tt.Timeout, true),
-		Attempts:    tt.Attempts,
-		Backoff:     dur("tools."+tool+".backoff", tt.Backoff, false),
-		Turn:        dur("turn", tf.Turn, false),
-	}
-	if tt.Attempts < 0 {
-		errs = append(errs, fieldErr{"tools." + tool + ".attempts", tt.Attempts, "must be at least 1"})
-	}
-	if tt.SubAgent != "" {
-		l.SubAgent = dur("tools."+tool+".sub_agent", tt.SubAgent, false)
-	} else {
-		l.SubAgent = dur("sub_agent", tf.SubAgent, false)
-	}
-	if l.ToolTimeout == 0 && len(errs) == 0 {
-		errs = append(errs, fieldErr{"tools." + tool + ".timeout", tt.Timeout, "must be more than zero"})
-	}
-	return l, errs
+	return out
 }

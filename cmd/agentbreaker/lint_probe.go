@@ -8,10 +8,11 @@ import (
 )
 
 // lintMutatingWithoutProbe warns about each dependency of the file whose tools are all
-// in mutating (a comma-separated list, as callbacks.Config.MutatingTools) and that
-// has no probe: a mutation is never the probe, so nothing can close its breaker once
-// it opened, short of an operator. A file that does not load is left to lintDeps.
-func lintMutatingWithoutProbe(path, mutating string) []finding {
+// in mutating (a comma-separated list, as callbacks.Config.SideEffects.MutatingTools)
+// and that has no probe: a mutation is never the probe, so nothing can close its
+// breaker once it opened, short of an operator. A file with problems is left to
+// lintDeps.
+func lintMutatingWithoutProbe(doc *depfile.Document, mutating string) []finding {
 	if mutating == "" {
 		return nil
 	}
@@ -21,7 +22,7 @@ func lintMutatingWithoutProbe(path, mutating string) []finding {
 			muts = append(muts, t)
 		}
 	}
-	cfg, err := depfile.Load(path)
+	cfg, err := doc.Config()
 	if err != nil {
 		return nil
 	}
@@ -32,13 +33,15 @@ func lintMutatingWithoutProbe(path, mutating string) []finding {
 	slices.Sort(keys)
 	var out []finding
 	for _, k := range keys {
-		d := cfg.Dependencies[k]
-		if d.Probe != nil || len(d.Tools) == 0 || !allIn(d.Tools, muts) {
+		dep := cfg.Dependencies[k]
+		if dep.Probe != nil || len(dep.Tools) == 0 || !allIn(dep.Tools, muts) {
 			continue
 		}
-		out = append(out, finding{file: path, field: "dependencies." + k + ".probe", value: "none", warn: true,
-			problem: "every tool of this dependency is mutating (" + strings.Join(d.Tools, ", ") + ") and a mutation is never the probe: " +
-				"once its breaker opens nothing closes it but an operator; give it a probe (a health url)"})
+		path := "dependencies." + k
+		line, col := doc.Position(path)
+		out = append(out, finding{file: doc.Name, warn: true, Problem: depfile.Problem{Path: path + ".probe", Line: line, Column: col,
+			Message: "every tool of this dependency is mutating (" + strings.Join(dep.Tools, ", ") + ") and a mutation is never the probe: " +
+				"once its breaker opens nothing closes it but an operator; give it a probe (a health url)"}})
 	}
 	return out
 }

@@ -2,14 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
@@ -21,19 +24,25 @@ func replay(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dep := fs.String("dependency", "", "dependency to replay (default: every dependency in the records)")
-	depsFile := fs.String("deps", "", "dependency file whose policy for each dependency to replay (default: agentbreaker's defaults)")
+	depsFile := fs.String("deps", "", "dependency file whose policy for each dependency to replay (default: the policy the plugin gives a tool by default)")
 	sweep := fs.Bool("sweep", false, "also try a grid of thresholds and recommend one")
 	jsonOut := fs.Bool("json", false, "print JSON instead of text")
 	var fp depfile.Policy
-	fs.Func("failure-rate-threshold", "policy: failure rate that trips", func(v string) error {
+	fs.Func("failure-rate-threshold", "policy: failure rate that trips, in (0, 1]", func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return errors.New("not a number")
+		}
 		fp.FailureRateThreshold = f
-		return err
+		return nil
 	})
-	fs.Func("minimum-calls", "policy: volume gate", func(v string) error {
+	fs.Func("minimum-calls", "policy: volume gate, in calls", func(v string) error {
 		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("not a whole number")
+		}
 		fp.MinimumCalls = n
-		return err
+		return nil
 	})
 	fs.Func("window", "policy: rolling window, e.g. 30s", func(v string) error { fp.Window = v; return nil })
 	fs.Func("cooldown", "policy: open period, e.g. 30s", func(v string) error { fp.Cooldown = v; return nil })
@@ -45,11 +54,11 @@ func replay(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("%w: want one records file", errUsage)
+		return usageErrorf("want one records file (\"-\" for standard input), got %d arguments", fs.NArg())
 	}
+	name := fs.Arg(0)
 	in := io.Reader(os.Stdin)
-	if name := fs.Arg(0); name != "-" {
+	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return err
@@ -58,24 +67,46 @@ func replay(args []string, stdout, stderr io.Writer) error {
 		in = f
 	}
 	rs, err := sim.ReadRecords(in)
+	if re, ok := errors.AsType[*sim.RecordError](err); ok {
+		if re.Column > 0 {
+			return fmt.Errorf("%s:%d:%d: %s", name, re.Line, re.Column, re.Problem)
+		}
+		return fmt.Errorf("%s:%d: %s", name, re.Line, re.Problem)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	deps := sim.Dependencies(rs)
+	if len(deps) == 0 {
+		return fmt.Errorf("%s: no call records (want agentbreaker's slog JSON records of calls, or a CSV of timestamp,dependency,outcome,latency_ms)", name)
+	}
 	if *dep != "" {
+		if !slices.Contains(deps, *dep) {
+			return fmt.Errorf("%s: no records of dependency %q; the records have %s", name, *dep, strings.Join(deps, ", "))
+		}
 		deps = []string{*dep}
 	}
-	if len(deps) == 0 {
-		return fmt.Errorf("%s: no call records", fs.Arg(0))
-	}
 	var m *dependencymap.Map
+	// What a plugin user's tools get when nothing says otherwise (the cooldown doubles
+	// after each failed probe), not the bare breaker's defaults.
+	toolDefault := dependencymap.DefaultToolPolicy
 	if *depsFile != "" {
-		cfg, err := depfile.Load(*depsFile)
+		d, err := depfile.Read(*depsFile)
 		if err != nil {
 			return err
 		}
+		cfg, err := d.Config()
+		if err != nil {
+			return err // every problem, with its line: printError lists them
+		}
 		if m, err = dependencymap.New(cfg); err != nil {
 			return err
+		}
+		toolDefault = dependencymap.MergePolicy(toolDefault, cfg.Default)
+		for _, k := range deps {
+			if _, listed := d.File.Dependencies[k]; !listed {
+				fmt.Fprintf(stderr, "agentbreaker replay: warning: %s lists no dependency %q: its records are replayed with the file's default policy\n", *depsFile, k)
+			}
 		}
 	}
 	type report struct {
@@ -85,7 +116,7 @@ func replay(args []string, stdout, stderr io.Writer) error {
 	}
 	var reports []report
 	for _, d := range deps {
-		p, err := replayPolicy(m, d, fp)
+		p, err := replayPolicy(m, toolDefault, d, fp)
 		if err != nil {
 			return err
 		}
@@ -130,10 +161,11 @@ func filterDep(rs []sim.Record, dep string) []sim.Record {
 	return out
 }
 
-// replayPolicy is the dependency's policy from the file (or the breaker's defaults),
-// with the flags' fields over it.
-func replayPolicy(m *dependencymap.Map, dep string, over depfile.Policy) (breaker.Policy, error) {
-	base := breaker.Policy{}
+// replayPolicy is the dependency's policy from the file (or, for a dependency it does
+// not list, the file's default over the plugin's tool defaults), with the flags'
+// fields over it.
+func replayPolicy(m *dependencymap.Map, toolDefault breaker.Policy, dep string, over depfile.Policy) (breaker.Policy, error) {
+	base := toolDefault
 	if m != nil {
 		if b, ok := m.Get(dep); ok {
 			base = b.Policy()
@@ -141,19 +173,24 @@ func replayPolicy(m *dependencymap.Map, dep string, over depfile.Policy) (breake
 	}
 	cfg, err := depfile.File{Default: over}.Config()
 	if err != nil {
-		return breaker.Policy{}, fmt.Errorf("policy: %w", err)
+		return breaker.Policy{}, flagError(err)
 	}
 	base = dependencymap.MergePolicy(base, cfg.Default)
 	p := base.WithDefaults()
-	if err := p.Validate(); err != nil {
-		return breaker.Policy{}, fmt.Errorf("policy: %w", err)
+	var msgs []string
+	for _, ce := range p.Problems() {
+		key := snake(strings.TrimPrefix(ce.Field, "Policy."))
+		msgs = append(msgs, fmt.Sprintf("the policy for %s: %s = %v: %s", dep, key, ce.Value, strings.ReplaceAll(ce.Problem, "Cooldown (", "cooldown (")))
+	}
+	if len(msgs) > 0 {
+		return breaker.Policy{}, errors.New(strings.Join(msgs, "; "))
 	}
 	return p, nil
 }
 
-func describe(p sim.PolicyInfo) string {
-	return fmt.Sprintf("%.0f%% over ≥%d calls in %s, cooldown %s", p.FailureRateThreshold*100, p.MinimumCalls, p.Window, p.Cooldown)
-}
+// describe is the policy in the words simulate's header uses (sim.DescribePolicy), so
+// the two commands describe a window the same way.
+func describe(p sim.PolicyInfo) string { return p.Description }
 
 func writeReplay(w io.Writer, r *sim.ReplayResult) {
 	fmt.Fprintf(w, "%s: %d calls; ", r.Dependency, r.Calls)
@@ -201,4 +238,38 @@ func writeSweep(w io.Writer, rs []*sim.ReplayResult) {
 	best := rs[0]
 	fmt.Fprintf(w, "recommended: failure_rate_threshold %g, minimum_calls %d, window %s (%d outage calls sent, %d false trips)\n",
 		best.Policy.FailureRateThreshold, best.Policy.MinimumCalls, best.Policy.Window, best.OutageCallsSent, best.FalseTrips)
+}
+
+// flagError names the flag of each problem with the policy flags (-window, ...): their
+// values are checked as a file's default policy would be.
+func flagError(err error) error {
+	fe, ok := errors.AsType[*depfile.Error](err)
+	if !ok {
+		return err
+	}
+	var msgs []string
+	for _, p := range fe.Problems {
+		p.Line, p.Column = 0, 0
+		if key, ok := strings.CutPrefix(p.Path, "default."); ok {
+			p.Path = "-" + strings.ReplaceAll(key, "_", "-")
+		}
+		msgs = append(msgs, p.String())
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// snake turns a Policy field name into its key in a dependency file: MaxCooldown ->
+// max_cooldown (depfile's keys are its field names so spelt).
+func snake(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -1,17 +1,14 @@
 package depfile
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/throttle"
 	yaml "go.yaml.in/yaml/v3"
@@ -92,64 +89,36 @@ type Policy struct {
 }
 
 // Load reads a configuration file, YAML (.yaml, .yml) or JSON (.json), and checks it
-// completely: the Config it returns builds a Map without error.
+// completely: the Config it returns builds a Map without error. A file with problems
+// gives an *Error listing every one of them, with its line and column.
 func Load(path string) (dependencymap.Config, error) {
-	data, err := os.ReadFile(path)
+	d, err := Read(path)
 	if err != nil {
 		return dependencymap.Config{}, fmt.Errorf("dependencymap: %w", err)
 	}
-	var cfg dependencymap.Config
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
-	case ".yaml", ".yml":
-		cfg, err = ParseYAML(data)
-	case ".json":
-		cfg, err = ParseJSON(data)
-	default:
-		return dependencymap.Config{}, fmt.Errorf("dependencymap: %s: extension %q: want .yaml, .yml or .json", path, ext)
-	}
-	if err != nil {
-		return dependencymap.Config{}, fmt.Errorf("%w (in %s)", err, path)
-	}
-	return cfg, nil
+	return d.Config()
 }
 
-// ParseYAML parses and checks a YAML configuration.
+// ParseYAML parses and checks a YAML configuration. A problem gives an *Error.
 func ParseYAML(data []byte) (dependencymap.Config, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var f File
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return dependencymap.Config{}, fmt.Errorf("dependencymap: yaml: %w", err)
-	}
-	// One document only: a second one would be silently ignored.
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return dependencymap.Config{}, fmt.Errorf("dependencymap: yaml: after the first document: %w", err)
-		}
-		return dependencymap.Config{}, fmt.Errorf("dependencymap: yaml: a second document starts at line %d: want exactly one", extra.Line)
-	}
-	return f.Config()
+	return parse("", data, false).Config()
 }
 
-// ParseJSON parses and checks a JSON configuration.
+// ParseJSON parses and checks a JSON configuration. A problem gives an *Error.
 func ParseJSON(data []byte) (dependencymap.Config, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var f File
-	if err := dec.Decode(&f); err != nil {
-		return dependencymap.Config{}, fmt.Errorf("dependencymap: json: %w", err)
-	}
-	// Nothing may follow the object: `{}0` or a second object would be silently ignored.
-	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
-		return dependencymap.Config{}, fmt.Errorf("dependencymap: json: unexpected data after the top-level value at offset %d: %q",
-			off, truncate(bytes.TrimSpace(data[off:]), 20))
-	}
-	return f.Config()
+	return parse("", data, true).Config()
 }
 
-// Config converts and checks the file's contents.
+// Config converts and checks the file's contents. A problem gives an *Error (without
+// positions: a File built in code has none).
 func (f File) Config() (dependencymap.Config, error) {
+	d := &Document{File: f}
+	d.check()
+	return d.Config()
+}
+
+// convert builds the dependencymap.Config of a file that check found valid.
+func (f File) convert() dependencymap.Config {
 	cfg := dependencymap.Config{
 		PolicyVersion:   f.PolicyVersion,
 		UnannotatedKey:  f.UnannotatedKey,
@@ -157,65 +126,34 @@ func (f File) Config() (dependencymap.Config, error) {
 		MaxDependencies: f.MaxDependencies,
 	}
 	switch f.Unannotated {
-	case "", "own_key":
-		cfg.Unannotated = dependencymap.OwnKey
 	case "shared":
 		cfg.Unannotated = dependencymap.SharedKey
 	case "exempt":
 		cfg.Unannotated = dependencymap.Exempt
 	default:
-		return dependencymap.Config{}, fmt.Errorf("dependencymap: unannotated = %q: want own_key, shared or exempt", f.Unannotated)
+		cfg.Unannotated = dependencymap.OwnKey
 	}
-	var err error
-	if f.MaxProbeInterval != "" {
-		if cfg.MaxProbeInterval, err = time.ParseDuration(f.MaxProbeInterval); err != nil {
-			return dependencymap.Config{}, fmt.Errorf("dependencymap: max_probe_interval = %q: %w", f.MaxProbeInterval, err)
-		}
-	}
-	if cfg.Default, err = f.Default.policy("default"); err != nil {
-		return dependencymap.Config{}, err
-	}
-	if cfg.ModelDefault, err = f.ModelDefault.policy("model_default"); err != nil {
-		return dependencymap.Config{}, err
-	}
+	cfg.MaxProbeInterval, _ = time.ParseDuration(f.MaxProbeInterval) // check found it valid or absent
+	var d Document                                                   // no problems to report: check found none
+	cfg.Default = d.policyOf(f.Default, "default")
+	cfg.ModelDefault = d.policyOf(f.ModelDefault, "model_default")
 	if len(f.Dependencies) > 0 {
 		cfg.Dependencies = make(map[string]dependencymap.Dependency, len(f.Dependencies))
 	}
-	for key, d := range f.Dependencies {
-		p, err := d.Policy.policy(fmt.Sprintf("dependencies.%s.policy", key))
-		if err != nil {
-			return dependencymap.Config{}, err
+	for key, fd := range f.Dependencies {
+		dep := dependencymap.Dependency{Tools: fd.Tools, Hosts: fd.Hosts, Policy: d.policyOf(fd.Policy, "")}
+		if fd.Probe != nil {
+			dep.Probe = &dependencymap.Probe{URL: fd.Probe.URL}
+			dep.Probe.Timeout, _ = time.ParseDuration(fd.Probe.Timeout) // valid or absent
 		}
-		dep := dependencymap.Dependency{Tools: d.Tools, Hosts: d.Hosts, Policy: p}
-		if d.Probe != nil {
-			dep.Probe = &dependencymap.Probe{URL: d.Probe.URL}
-			if d.Probe.Timeout != "" {
-				if dep.Probe.Timeout, err = time.ParseDuration(d.Probe.Timeout); err != nil {
-					return dependencymap.Config{}, fmt.Errorf("dependencymap: dependencies.%s.probe.timeout = %q: %w", key, d.Probe.Timeout, err)
-				}
-			}
-		}
-		if dep.Throttle, err = d.Throttle.config(fmt.Sprintf("dependencies.%s.throttle", key)); err != nil {
-			return dependencymap.Config{}, err
-		}
-		if dep.Priorities, err = priorities(fmt.Sprintf("dependencies.%s.priorities", key), d.Priorities); err != nil {
-			return dependencymap.Config{}, err
-		}
+		dep.Throttle, _ = fd.Throttle.config()
+		dep.Priorities, _ = priorities(fd.Priorities)
 		cfg.Dependencies[key] = dep
 	}
-	for i, m := range f.Models {
-		p, err := m.Policy.policy(fmt.Sprintf("models[%d] (%s).policy", i, dependencymap.ModelKey(m.Model, m.Region)))
-		if err != nil {
-			return dependencymap.Config{}, err
-		}
-		cfg.Models = append(cfg.Models, dependencymap.ModelEndpoint{Model: m.Model, Region: m.Region, Policy: p})
+	for _, m := range f.Models {
+		cfg.Models = append(cfg.Models, dependencymap.ModelEndpoint{Model: m.Model, Region: m.Region, Policy: d.policyOf(m.Policy, "")})
 	}
-	// Build once so that every policy and name is checked now, with the file's names in
-	// the errors, rather than when the agent starts serving.
-	if _, err := dependencymap.New(cfg); err != nil {
-		return dependencymap.Config{}, err
-	}
-	return cfg, nil
+	return cfg
 }
 
 func truncate(b []byte, n int) string {
@@ -229,50 +167,6 @@ func truncate(b []byte, n int) string {
 // turns on: `slow_call_threshold: off` turns slow-call tracking off, `window_calls: off`
 // makes the window time-based again. An absent field (or 0) inherits.
 const Off = "off"
-
-func (fp Policy) policy(where string) (breaker.Policy, error) {
-	p := breaker.Policy{
-		FailureRateThreshold:  fp.FailureRateThreshold,
-		MinimumCalls:          fp.MinimumCalls,
-		Buckets:               fp.Buckets,
-		SlowCallRateThreshold: fp.SlowCallRateThreshold,
-		CooldownMultiplier:    fp.CooldownMultiplier,
-		Jitter:                fp.Jitter,
-		HalfOpenProbes:        fp.HalfOpenProbes,
-		Version:               fp.Version,
-	}
-	durations := []struct {
-		name string
-		in   string
-		out  *time.Duration
-	}{
-		{"window", fp.Window, &p.Window},
-		{"slow_call_threshold", fp.SlowCallThreshold, &p.SlowCallThreshold},
-		{"cooldown", fp.Cooldown, &p.Cooldown},
-		{"max_cooldown", fp.MaxCooldown, &p.MaxCooldown},
-		{"probe_lease", fp.ProbeLease, &p.ProbeLease},
-		{"max_retry_after", fp.MaxRetryAfter, &p.MaxRetryAfter},
-	}
-	p.WindowCalls = fp.WindowCalls.value()
-	if fp.SlowCallThreshold == Off {
-		p.SlowCallThreshold = -1 // off, and not inherited
-	}
-	for _, d := range durations {
-		if d.in == "" || d.in == Off && d.name == "slow_call_threshold" {
-			continue
-		}
-		v, err := time.ParseDuration(d.in)
-		if err != nil || v <= 0 {
-			want := `a positive duration such as "30s"`
-			if d.name == "slow_call_threshold" {
-				want += ` or "off"`
-			}
-			return breaker.Policy{}, fmt.Errorf("dependencymap: %s.%s = %q: want %s", where, d.name, d.in, want)
-		}
-		*d.out = v
-	}
-	return p, nil
-}
 
 // IntOrOff is a count in a configuration file, or the word "off" (stored as -1).
 type IntOrOff int
@@ -320,7 +214,16 @@ func (v *IntOrOff) UnmarshalYAML(node *yaml.Node) error {
 // throttleFields maps throttle.Config's field names to the file's.
 var throttleFields = map[string]string{"K": "k", "MinRequests": "min_requests", "Window": "window", "Buckets": "buckets"}
 
-func (ft *Throttle) config(where string) (*throttle.Config, error) {
+// throttleProblem is what is wrong with one key of a throttle: the key in the file's
+// terms, the value and why.
+type throttleProblem struct {
+	key     string
+	value   any
+	message string
+}
+
+// config converts a throttle; a value that cannot work gives its problem.
+func (ft *Throttle) config() (*throttle.Config, *throttleProblem) {
 	if ft == nil {
 		return nil, nil
 	}
@@ -328,33 +231,35 @@ func (ft *Throttle) config(where string) (*throttle.Config, error) {
 	if ft.Window != "" {
 		v, err := time.ParseDuration(ft.Window)
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("dependencymap: %s.window = %q: want a positive duration such as \"30s\"", where, ft.Window)
+			return nil, &throttleProblem{"window", ft.Window, `want a positive duration such as "30s"`}
 		}
 		c.Window = v
 	}
 	if err := c.WithDefaults().Validate(); err != nil {
 		var ce *throttle.ConfigError
 		if errors.As(err, &ce) {
-			if field, ok := throttleFields[ce.Field]; ok {
-				return nil, fmt.Errorf("dependencymap: %s.%s = %v: %s", where, field, ce.Value, ce.Problem)
+			if key, ok := throttleFields[ce.Field]; ok {
+				return nil, &throttleProblem{key, ce.Value, ce.Problem}
 			}
 		}
-		return nil, fmt.Errorf("dependencymap: %s: %w", where, err)
+		return nil, &throttleProblem{"", nil, strings.TrimPrefix(err.Error(), "throttle: ")}
 	}
 	return &c, nil
 }
 
-func priorities(where string, in map[string]string) (map[string]throttle.Priority, error) {
+// priorities converts a dependency's priorities; the first name that is not a
+// priority is returned with the tool it was given for.
+func priorities(in map[string]string) (map[string]throttle.Priority, string) {
 	if len(in) == 0 {
-		return nil, nil
+		return nil, ""
 	}
 	out := make(map[string]throttle.Priority, len(in))
-	for tool, name := range in {
-		pr, err := throttle.ParsePriority(name)
-		if err != nil || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("dependencymap: %s.%s = %q: want low, normal, high or critical", where, tool, name)
+	for _, tool := range slices.Sorted(maps.Keys(in)) {
+		pr, err := throttle.ParsePriority(in[tool])
+		if err != nil || strings.TrimSpace(in[tool]) == "" {
+			return nil, tool
 		}
 		out[tool] = pr
 	}
-	return out, nil
+	return out, ""
 }

@@ -17,11 +17,11 @@ func TestIssue10jLoaderRejectsTrailingData(t *testing.T) {
 		name, body, wantErr string
 		yaml                bool
 	}{
-		{name: "json number after the object", body: `{}0`, wantErr: `json: unexpected data after the top-level value at offset 2: "0"`},
+		{name: "json number after the object", body: `{}0`, wantErr: `line 1, column 3: unexpected data after the top-level value: "0"`},
 		{name: "json second object", body: "{\"policy_version\": \"a\"}\n{\"policy_version\": \"b\"}", wantErr: "unexpected data after the top-level value"},
 		{name: "json garbage", body: `{"exempt_tools": ["x"]} trailing`, wantErr: `"trailing"`},
-		{name: "yaml second document", yaml: true, body: "policy_version: a\n---\npolicy_version: b\n", wantErr: "yaml: a second document starts at line 2: want exactly one"},
-		{name: "yaml second empty-ish document", yaml: true, body: "policy_version: a\n---\nfoo: [\n", wantErr: "yaml: after the first document"},
+		{name: "yaml second document", yaml: true, body: "policy_version: a\n---\npolicy_version: b\n", wantErr: "line 2: a second document starts here: want exactly one"},
+		{name: "yaml second empty-ish document", yaml: true, body: "policy_version: a\n---\nfoo: [\n", wantErr: "after the first document: line 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,9 +76,9 @@ func TestIssue10jDependencyCanSwitchOffADefaultGate(t *testing.T) {
 		})
 	}
 	_, err := ParseYAML([]byte("default:\n  window_calls: lots\n"))
-	require.ErrorContains(t, err, `"lots": want a number or off`)
+	require.ErrorContains(t, err, `line 2, column 17: default.window_calls = "lots": want a whole number of calls, or "off"`)
 	_, err = ParseJSON([]byte(`{"default": {"window_calls": -3}}`))
-	require.ErrorContains(t, err, "-3: want a positive number or \"off\"")
+	require.ErrorContains(t, err, "default.window_calls = -3: want a positive number of calls, or \"off\"")
 	_, err = ParseYAML([]byte("default:\n  cooldown: off\n"))
 	require.ErrorContains(t, err, `default.cooldown = "off": want a positive duration such as "30s"`)
 }

@@ -47,5 +47,34 @@ dependencies:
 `))
 	fmt.Println(cfg.Dependencies == nil, err)
 	// Output:
-	// true dependencymap: dependency "crm": breaker: Policy.Window = 1h30m0s: must be between 1s and 1h
+	// true dependencymap: line 6, column 7: dependencies.crm.policy.window = "90m": must be between 1s and 1h
+}
+
+// Read reports every problem of a file at once, each where the file has it.
+func ExampleRead() {
+	dir, _ := os.MkdirTemp("", "depfile-example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "breakers.yaml")
+	_ = os.WriteFile(path, []byte(`default:
+  minimum_calls: 0.5
+dependencies:
+  crm:
+    tools: [lookup_customer]
+    policy:
+      window: soon
+      failure_rate_threshold: 7
+`), 0o600)
+
+	d, err := depfile.Read(path)
+	if err != nil {
+		fmt.Println(err) // the file could not be read
+		return
+	}
+	for _, p := range d.Problems {
+		fmt.Println(p)
+	}
+	// Output:
+	// line 2, column 18: default.minimum_calls = 0.5: want a whole number
+	// line 7, column 7: dependencies.crm.policy.window = "soon": want a positive duration such as "30s"
+	// line 8, column 7: dependencies.crm.policy.failure_rate_threshold = 7: must be in (0, 1]
 }

@@ -37,18 +37,18 @@ func TestLoadRejectsBadFiles(t *testing.T) {
 	tests := []struct {
 		name, file, body, wantErr string
 	}{
-		{"unknown field", "a.yaml", "dependencies:\n  crm:\n    tools: [a]\n    polcy: {}\n", "field polcy not found"},
+		{"unknown field", "a.yaml", "dependencies:\n  crm:\n    tools: [a]\n    polcy: {}\n", "line 4, column 5: dependencies.crm.polcy: unknown key in dependencies.crm: did you mean policy?"},
 		{"bad duration", "a.yaml", "dependencies:\n  crm:\n    policy:\n      window: 90x\n",
-			`dependencymap: dependencies.crm.policy.window = "90x": want a positive duration such as "30s"`},
+			`line 4, column 7: dependencies.crm.policy.window = "90x": want a positive duration such as "30s"`},
 		{"negative duration", "a.json", `{"default": {"cooldown": "-5s"}}`, `default.cooldown = "-5s"`},
 		{"out of range", "a.yaml", "dependencies:\n  crm:\n    policy:\n      failure_rate_threshold: 1.5\n",
-			`dependencymap: dependency "crm": breaker: Policy.FailureRateThreshold = 1.5: must be in (0, 1]`},
+			`line 4, column 7: dependencies.crm.policy.failure_rate_threshold = 1.5: must be in (0, 1]`},
 		{"bad unannotated", "a.yaml", "unannotated: everything\n", `unannotated = "everything"`},
-		{"json unknown field", "a.json", `{"defaults": {}}`, `unknown field "defaults"`},
+		{"json unknown field", "a.json", `{"defaults": {}}`, `line 1, column 2: defaults: unknown key in the file: did you mean default?`},
 		{"model policy", "a.yaml", "models:\n  - model: m\n    region: r\n    policy: {probe_lease: soon}\n",
-			`models[0] (m@r).policy.probe_lease = "soon"`},
+			`line 4, column 14: models[0].policy.probe_lease = "soon"`},
 		{"extension", "a.toml", "", `extension ".toml": want .yaml, .yml or .json`},
-		{"wrong type", "a.yaml", "default:\n  minimum_calls: many\n", "cannot unmarshal"},
+		{"wrong type", "a.yaml", "default:\n  minimum_calls: many\n", `line 2, column 18: default.minimum_calls = "many": want a whole number`},
 	}
 	dir := t.TempDir()
 	for _, tt := range tests {

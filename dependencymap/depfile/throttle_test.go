@@ -62,8 +62,8 @@ func TestThrottleBadInputInTheDependencyFile(t *testing.T) {
 		{"window", "dependencies:\n  s:\n    tools: [a]\n    throttle: {window: soon}\n", `dependencies.s.throttle.window = "soon"`},
 		{"buckets", "dependencies:\n  s:\n    tools: [a]\n    throttle: {buckets: -2}\n", "dependencies.s.throttle.buckets = -2"},
 		{"priority name", "dependencies:\n  s:\n    tools: [a]\n    priorities: {a: urgent}\n", `dependencies.s.priorities.a = "urgent"`},
-		{"priority of a stranger", "dependencies:\n  s:\n    tools: [a]\n    priorities: {b: low}\n", `Priorities["b"] = low: "b" is not one of its Tools`},
-		{"unknown field", "dependencies:\n  s:\n    tools: [a]\n    throttle: {kk: 2}\n", "field kk not found"},
+		{"priority of a stranger", "dependencies:\n  s:\n    tools: [a]\n    priorities: {b: low}\n", `dependencies.s.priorities.b = "b": not one of this dependency's tools`},
+		{"unknown field", "dependencies:\n  s:\n    tools: [a]\n    throttle: {kk: 2}\n", "dependencies.s.throttle.kk: unknown key in dependencies.s.throttle"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

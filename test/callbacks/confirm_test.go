@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
 	"github.com/agentbreaker/agentbreaker/internal/testenv"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
@@ -387,6 +389,10 @@ func TestCrashBetweenIntentAndOutcome(t *testing.T) {
 			case key = <-srv.first:
 			case err := <-exited:
 				t.Fatalf("the child ended before its charge reached the server: %v\n%s", err, out.String())
+			case <-time.After(testwait.Bound): // a bound on real I/O, never reached when healthy
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Fatalf("the child's charge never reached the server\n%s", out.String())
 			}
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			err := <-exited

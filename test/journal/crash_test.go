@@ -11,12 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/internal/journaltest"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
@@ -147,6 +149,11 @@ func crashOnce(t *testing.T, spec string, killAfter int) (lines []string, killed
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	pw.Close()
+	// The reads below end when the child dies; a child that stops writing before it
+	// is killed (it blocks for ever once done) must not hang the test.
+	var hung atomic.Bool
+	bound := time.AfterFunc(testwait.Bound, func() { hung.Store(true); _ = cmd.Process.Kill() })
+	defer bound.Stop()
 	if killAfter == 0 {
 		require.NoError(t, cmd.Process.Kill())
 	}
@@ -170,6 +177,8 @@ func crashOnce(t *testing.T, spec string, killAfter int) (lines []string, killed
 	}
 	require.NoError(t, sc.Err())
 	err = cmd.Wait()
+	require.False(t, hung.Load(), "the child wrote nothing for %v and was killed: %d intents, want a kill after %d; stderr: %s",
+		testwait.Bound, intents, killAfter-1, stderr.String())
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "child output: %s", stderr.String())
 	ws, ok := ee.Sys().(syscall.WaitStatus)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/telemetry"
@@ -44,13 +45,13 @@ agentbreaker_journal_pending_intents 0
 	go func() {
 		done <- telemetry.WatchJournal(context.Background(), telemetry.JournalWatch{Journal: j, Observer: seen, Tick: tick})
 	}()
-	require.Equal(t, [2]any{0, time.Time{}}, <-seen, "a reading at start")
+	require.Equal(t, [2]any{0, time.Time{}}, testwait.Recv(t, seen, "the reading at start"), "a reading at start")
 
 	in, err := j.Intend(t.Context(), journal.Dispatch{RequestID: "r1", IdempotencyKey: "k1", Dependency: "payments", Tool: "charge", Attempt: 1})
 	require.NoError(t, err)
 	require.NoError(t, j.Finish(t.Context(), in.ID, classify.ForClass(classify.ClassTimeout)))
 	tick <- start
-	got := <-seen
+	got := testwait.Recv(t, seen, "the reading after a tick")
 	require.Equal(t, 1, got[0])
 	require.True(t, in.CreatedAt.Equal(got[1].(time.Time)))
 
@@ -83,9 +84,9 @@ func TestWatchJournalStopsWithItsContextAndChecksConfig(t *testing.T) {
 	go func() {
 		done <- telemetry.WatchJournal(ctx, telemetry.JournalWatch{Journal: j, Observer: seen, Every: time.Hour})
 	}()
-	<-seen
+	testwait.Recv(t, seen, "the first reading")
 	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, testwait.Recv(t, done, "WatchJournal to return once cancelled"))
 
 	tests := []struct {
 		name    string
