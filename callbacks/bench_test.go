@@ -213,6 +213,13 @@ func overheadHarness(tb testing.TB, calls int, with bool) *breakertest.Harness {
 		Repeat: true, DiscardRequests: true,
 		Steps: []breakertest.Step{breakertest.Calls(fc...), breakertest.Text("done")},
 	})
+	return guardedHarness(tb, m, with, 100)
+}
+
+// guardedHarness runs one agent on model m with the no-op lookup tool, with
+// agentbreaker's plugin and a bulkhead of the given size, or without the plugin.
+func guardedHarness(tb testing.TB, m *breakertest.Model, with bool, bulkhead int) *breakertest.Harness {
+	tb.Helper()
 	lookup, err := newLookup()
 	if err != nil {
 		tb.Fatal(err)
@@ -226,7 +233,7 @@ func overheadHarness(tb testing.TB, calls int, with bool) *breakertest.Harness {
 		deps := dependencymap.MustNew(dependencymap.Config{
 			Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 		})
-		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 100}}})
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": bulkhead}}})
 		plugins = []*plugin.Plugin{cb.Plugin()}
 	}
 	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})

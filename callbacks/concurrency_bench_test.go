@@ -11,14 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/adk/v2/agent/llmagent"
-	"google.golang.org/adk/v2/plugin"
-	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breakertest"
-	"github.com/agentbreaker/agentbreaker/callbacks"
-	"github.com/agentbreaker/agentbreaker/dependencymap"
 )
 
 // concurrentSessions is how many sessions run turns at once through one runner in the
@@ -36,23 +31,7 @@ func sessionsHarness(tb testing.TB, with bool) *breakertest.Harness {
 		}
 		return breakertest.Calls(&genai.FunctionCall{Name: "lookup", Args: map[string]any{"i": 1}})
 	}})
-	lookup, err := newLookup()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{lookup}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var plugins []*plugin.Plugin
-	if with {
-		deps := dependencymap.MustNew(dependencymap.Config{
-			Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		})
-		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 2 * concurrentSessions}}})
-		plugins = []*plugin.Plugin{cb.Plugin()}
-	}
-	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: plugins})
+	return guardedHarness(tb, m, with, 2*concurrentSessions)
 }
 
 // runSessions runs turns turns spread over concurrentSessions goroutines, each on its

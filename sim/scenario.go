@@ -500,7 +500,7 @@ func policyError(err error) error {
 	}
 	if ce, ok := errors.AsType[*ConfigError](err); ok {
 		// The breaker names Go fields (Policy.FailureRateThreshold); the scenario, keys.
-		return &ConfigError{Package: "sim", Field: "policy." + snakeCase(strings.TrimPrefix(ce.Field, "Policy.")), Value: ce.Value, Problem: ce.Problem}
+		return &ConfigError{Package: "sim", Field: "policy." + FileKey(strings.TrimPrefix(ce.Field, "Policy.")), Value: ce.Value, Problem: ce.Problem}
 	}
 	return fmt.Errorf("sim: policy: %s", strings.TrimPrefix(err.Error(), "dependencymap: "))
 }
@@ -510,9 +510,9 @@ type quoted string
 
 func (q quoted) String() string { return strconv.Quote(string(q)) }
 
-// snakeCase turns a Go field name into its file key: FailureRateThreshold into
-// failure_rate_threshold.
-func snakeCase(s string) string {
+// FileKey turns a Go field name of a policy into its key in a scenario or dependency
+// file: FailureRateThreshold into failure_rate_threshold.
+func FileKey(s string) string {
 	var b strings.Builder
 	for i, r := range s {
 		if unicode.IsUpper(r) {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
@@ -179,7 +178,7 @@ func replayPolicy(m *dependencymap.Map, toolDefault breaker.Policy, dep string, 
 	p := base.WithDefaults()
 	var msgs []string
 	for _, ce := range p.Problems() {
-		key := snake(strings.TrimPrefix(ce.Field, "Policy."))
+		key := sim.FileKey(strings.TrimPrefix(ce.Field, "Policy."))
 		msgs = append(msgs, fmt.Sprintf("the policy for %s: %s = %v: %s", dep, key, ce.Value, strings.ReplaceAll(ce.Problem, "Cooldown (", "cooldown (")))
 	}
 	if len(msgs) > 0 {
@@ -258,18 +257,3 @@ func flagError(err error) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// snake turns a Policy field name into its key in a dependency file: MaxCooldown ->
-// max_cooldown (depfile's keys are its field names so spelt).
-func snake(name string) string {
-	var b strings.Builder
-	for i, r := range name {
-		if unicode.IsUpper(r) {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
