@@ -256,4 +256,3 @@ func flagError(err error) error {
 	}
 	return errors.New(strings.Join(msgs, "; "))
 }
-
