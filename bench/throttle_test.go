@@ -13,17 +13,7 @@ import (
 // the report to both. Beside it, the breaker alone and failsafe-go's adaptive throttler
 // (its permit and its report).
 func BenchmarkThrottle(b *testing.B) {
-	b.Run("agentbreaker-breaker", func(b *testing.B) {
-		b.ReportAllocs()
-		br := newAgentbreaker(b, cooldown, nil)
-		for b.Loop() {
-			p, err := br.Allow()
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.Success()
-		}
-	})
+	b.Run("agentbreaker-breaker", benchAgentbreakerClosed)
 	b.Run("agentbreaker-breaker+throttle", func(b *testing.B) {
 		b.ReportAllocs()
 		br := newAgentbreaker(b, cooldown, nil)
