@@ -224,7 +224,9 @@ func guardedHarness(tb testing.TB, m *breakertest.Model, with bool, bulkhead int
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{lookup}})
+	// ModeChat given, not left to the runner: adk-go v2.2.0 writes a root agent's empty
+	// Mode on its first run, which races with concurrent first runs.
+	a, err := llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{lookup}, Mode: llmagent.ModeChat})
 	if err != nil {
 		tb.Fatal(err)
 	}
