@@ -21,13 +21,13 @@ import (
 // a 1ms open period and setup sleeps until it has passed, before the timer starts.
 // None of the peers limits how long a probe may stay out, so holding one is reliable.
 
-// halfOpenAgentbreaker returns our breaker on a fake clock, moved past its cooldown,
-// with its probe taken.
+// halfOpenAgentbreakerFake returns our breaker on a fake clock, as tests run it, moved
+// past its cooldown, with its probe taken.
 //
-// With an injected clock, Allow reads that clock on every call outside the closed state,
-// and clock.Fake.Now takes a mutex: this variant measures the fake clock's lock as well
-// (contended, in the parallel run). See halfOpenAgentbreakerCoarse for the default clock.
-func halfOpenAgentbreaker(tb testing.TB) *breaker.Breaker {
+// With an injected clock, Allow reads that clock on every call outside the closed state
+// (an interface call and a time.Time subtraction): this variant measures that. See
+// halfOpenAgentbreaker for the default clock.
+func halfOpenAgentbreakerFake(tb testing.TB) *breaker.Breaker {
 	tb.Helper()
 	fc := clock.NewFake(time.Time{})
 	br := newAgentbreaker(tb, cooldown, fc)
@@ -37,15 +37,25 @@ func halfOpenAgentbreaker(tb testing.TB) *breaker.Breaker {
 	return br
 }
 
-// halfOpenAgentbreakerCoarse is halfOpenAgentbreaker on the default coarse system clock,
-// as in production: the cooldown is the shortest the policy allows (10ms) and setup
-// waits for it. The probe lease is an hour so the held probe cannot run out during a
-// long -benchtime.
-func halfOpenAgentbreakerCoarse(tb testing.TB) *breaker.Breaker {
+// halfOpenAgentbreaker is our breaker half-open on the default clock, as in
+// production: the cooldown is the shortest the policy allows (10ms) and setup waits for
+// it. The probe lease is an hour so the held probe cannot run out during a long
+// -benchtime.
+func halfOpenAgentbreaker(tb testing.TB) *breaker.Breaker {
+	return halfOpenAgentbreakerOn(tb, nil)
+}
+
+// halfOpenAgentbreakerSystem is halfOpenAgentbreaker given clock.System() explicitly,
+// as modelfailover gives its breakers when the user sets no clock.
+func halfOpenAgentbreakerSystem(tb testing.TB) *breaker.Breaker {
+	return halfOpenAgentbreakerOn(tb, clock.System())
+}
+
+func halfOpenAgentbreakerOn(tb testing.TB, clk clock.Clock) *breaker.Breaker {
 	tb.Helper()
 	p := agentbreakerPolicy(10 * time.Millisecond)
 	p.ProbeLease = time.Hour
-	br := newAgentbreakerPolicy(tb, p, nil)
+	br := newAgentbreakerPolicy(tb, p, clk)
 	tripAgentbreaker(tb, br)
 	var probe breaker.Permit
 	waitFor(tb, "agentbreaker's cooldown", func() bool {
@@ -159,7 +169,8 @@ func BenchmarkHalfOpen(b *testing.B) {
 		}
 	}
 	b.Run("agentbreaker", agentbreaker(halfOpenAgentbreaker))
-	b.Run("agentbreaker-coarseclock", agentbreaker(halfOpenAgentbreakerCoarse))
+	b.Run("agentbreaker-systemclock", agentbreaker(halfOpenAgentbreakerSystem))
+	b.Run("agentbreaker-fakeclock", agentbreaker(halfOpenAgentbreakerFake))
 	b.Run("gobreaker-twostep", func(b *testing.B) {
 		b.ReportAllocs()
 		cb := halfOpenGobreakerTwoStep(b)
@@ -217,7 +228,8 @@ func BenchmarkHalfOpenParallel(b *testing.B) {
 		}
 	}
 	b.Run("agentbreaker", agentbreaker(halfOpenAgentbreaker))
-	b.Run("agentbreaker-coarseclock", agentbreaker(halfOpenAgentbreakerCoarse))
+	b.Run("agentbreaker-systemclock", agentbreaker(halfOpenAgentbreakerSystem))
+	b.Run("agentbreaker-fakeclock", agentbreaker(halfOpenAgentbreakerFake))
 	b.Run("gobreaker-twostep", func(b *testing.B) {
 		b.ReportAllocs()
 		cb := halfOpenGobreakerTwoStep(b)

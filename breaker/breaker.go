@@ -22,7 +22,7 @@ type Config struct {
 	// Clock is the time source. Defaults to the system's monotonic clock: the lock-free
 	// paths read its coarse cache (package clock), so a healthy call never calls into the
 	// OS clock, and every decision taken under the lock, and every timed call, reads it
-	// precisely.
+	// precisely. [clock.System] is the same as nil.
 	Clock clock.Clock
 	// Rand returns a uniform value in [0, 1) for cooldown jitter. It is called with the
 	// breaker's lock held and need not be safe for concurrent use. Defaults to
@@ -110,6 +110,12 @@ func New(cfg Config) (*Breaker, error) {
 		if l == nil {
 			return nil, &ConfigError{Package: "breaker", Field: fmt.Sprintf("OnStateChange[%d]", i), Value: "nil", Problem: "listener is nil"}
 		}
+	}
+	if clock.IsSystem(cfg.Clock) {
+		// The same time, read the way the default reads it: a model's breakers get the
+		// system clock from modelfailover, and their rejections should not each call
+		// time.Now.
+		cfg.Clock = nil
 	}
 	b := &Breaker{
 		name:      cfg.Name,
@@ -224,7 +230,23 @@ func (p *Permit) allowTimed() (err error) {
 		*p = Permit{b: b, sg: sg, n: b.preciseNanos()}
 		return nil
 	}
-	*p, err = b.allowSlow(sg, b.nanos(), true, allowUser)
+	// A rejection, the whole of an outage's traffic, is decided here rather than in
+	// allowSlow: one call less, and no Permit returned through two frames.
+	var now int64
+	if b.clk == nil {
+		now = clock.CoarseNanos() // b.nanos, written out to be inlined
+	} else {
+		now = b.clockNanos()
+	}
+	hook(hookRejectAfterLoad)
+	if b.busy(sg, now) {
+		if b.clk == nil && cheaprand()%rejectionSample == 0 {
+			b.sampledRejection(sg)
+		}
+		*p = Permit{}
+		return b.rejectErr.Load()
+	}
+	*p, err = b.decide(sg, now, true, allowUser)
 	return err
 }
 
@@ -251,30 +273,40 @@ const (
 // the lock, re-reading the clock precisely when refresh is set.
 func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool, kind allowKind) (Permit, error) {
 	hook(hookRejectAfterLoad)
-	// A wait longer than its full span means an injected clock went backwards: the lock
-	// clamps it. The default clock is monotonic, and its coarse readings may lag the
-	// precise reading a deadline was set from, so the span is not checked for it.
-	switch State(sg & stateMask) {
-	case Open:
-		if wait := b.reopenAt.Load() - now; wait > 0 && (wait <= b.openSpan.Load() || b.clk == nil) {
-			b.countRejection()
-			return b.rejection()
-		}
-	case HalfOpen:
-		// Compared before subtracting: the "no probe busy" sentinel is MinInt64.
-		if pb := b.probeBusy.Load(); pb > now && (pb-now <= int64(b.policy.ProbeLease) || b.clk == nil) {
-			b.countRejection()
-			return b.rejection()
-		}
-	case ForcedOpen:
+	if b.busy(sg, now) {
+		b.countRejection(sg)
 		return b.rejection()
 	}
-	// Past the fast checks the call would end the open period or take a free probe
-	// slot: only a call that may probe goes on. Checked here, after the lock-free
+	return b.decide(sg, now, refresh, kind)
+}
+
+// busy reports whether a call can be rejected without the lock: the open period has
+// not ended, every probe slot is taken, or an operator forced the breaker open.
+//
+// A wait longer than its full span means an injected clock went backwards: the lock
+// clamps it. The default clock is monotonic, and its coarse readings may lag the
+// precise reading a deadline was set from, so the span is not checked for it.
+func (b *Breaker) busy(sg uint64, now int64) bool {
+	switch State(sg & stateMask) {
+	case Open:
+		wait := b.reopenAt.Load() - now
+		return wait > 0 && (b.clk == nil || wait <= b.openSpan.Load())
+	case HalfOpen:
+		// Compared before subtracting: the "no probe busy" sentinel is MinInt64.
+		pb := b.probeBusy.Load()
+		return pb > now && (b.clk == nil || pb-now <= int64(b.policy.ProbeLease))
+	}
+	return State(sg&stateMask) == ForcedOpen
+}
+
+// decide is allowSlow past the lock-free rejections: the call would end the open period
+// or take a free probe slot, or the state changed under the caller.
+func (b *Breaker) decide(sg uint64, now int64, refresh bool, kind allowKind) (Permit, error) {
+	// Only a call that may probe goes on. Checked here, after the lock-free
 	// rejections, so neither the closed path nor the busy rejections pay for it.
 	if st := State(sg & stateMask); (st == Open || st == HalfOpen) && kind != allowProber &&
 		(kind == allowNoProbe || b.proberActive(now)) {
-		b.countRejection()
+		b.countRejection(sg)
 		return b.noProbeRejection(st, now)
 	}
 	if refresh {
@@ -287,8 +319,16 @@ func (b *Breaker) allowSlow(sg uint64, now int64, refresh bool, kind allowKind) 
 // clock.RefreshEvery rejections on a stripe (on average: one in rejectionSample is
 // counted, for rejectionSample) read the clock precisely, so an open period ends on
 // time even when the clock's ticker cannot get a CPU.
-func (b *Breaker) countRejection() {
-	if b.clk == nil && cheaprand()%rejectionSample == 0 && b.stripes.bumpBy(rejectionSample)%clock.RefreshEvery == 0 {
+func (b *Breaker) countRejection(sg uint64) {
+	if b.clk == nil && cheaprand()%rejectionSample == 0 {
+		b.sampledRejection(sg)
+	}
+}
+
+// sampledRejection is countRejection's write, for the one rejection in rejectionSample
+// that makes it, of a rejection decided on the state word sg.
+func (b *Breaker) sampledRejection(sg uint64) {
+	if b.stripes.bump(tagOf(sg), rejectionSample)%clock.RefreshEvery == 0 {
 		refreshClock()
 	}
 }

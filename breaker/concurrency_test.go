@@ -248,7 +248,7 @@ func TestRejectionsThatCollideMoveToProcessors(t *testing.T) {
 		if i%1024 == 0 && !time.Now().Before(deadline) {
 			break
 		}
-		s.bump()
+		s.bump(0, 1)
 	}
 	close(stop)
 	wg.Wait()

@@ -259,3 +259,28 @@ func stripeRefreshes(b *Breaker) (n int64) {
 	}
 	return n
 }
+
+// A sampled rejection count that lands after the breaker left the state (an operator's
+// Reset goes from open straight to closed) is dropped: added to the closed window's
+// stripe it would pass for rejectionSample successes.
+func TestLateRejectionCountIsNotASuccess(t *testing.T) {
+	b := MustNew(Config{Name: "late", Policy: Policy{MinimumCalls: 1, Cooldown: time.Hour}})
+	call(t, b, Failure)
+	require.Equal(t, Open, b.State())
+	openSG := b.loadSG()
+	b.Reset("operator")
+	require.Equal(t, Closed, b.State())
+	for range 2 * clock.RefreshEvery {
+		b.sampledRejection(openSG) // as a rejection decided before the Reset would
+	}
+	require.Zero(t, b.Snapshot().Window.Calls, "the open period's rejections are not the closed window's calls")
+	require.EqualValues(t, -1, b.stripes.bump(tagOf(openSG), 1))
+}
+
+// clock.System() given explicitly runs the default clock's paths: modelfailover gives
+// it to its breakers, and their rejections must not each read the OS clock.
+func TestSystemClockIsTheDefaultClock(t *testing.T) {
+	b := MustNew(Config{Name: "system", Clock: clock.System()})
+	require.Nil(t, b.clk)
+	require.Equal(t, clock.CoarseBase(), b.epoch)
+}

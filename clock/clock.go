@@ -14,6 +14,14 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
+// IsSystem reports whether c is the clock [System] returns. Packages with a faster
+// default of their own (the breaker's coarse clock) treat it as they treat nil: both
+// mean "the system's time".
+func IsSystem(c Clock) bool {
+	_, ok := c.(systemClock)
+	return ok
+}
+
 // OrSystem returns c, or the system clock when c is nil.
 func OrSystem(c Clock) Clock {
 	if c == nil {
