@@ -10,8 +10,9 @@
 //
 //	(cd bench && go test -run '^$' -bench 'Closed|Open|HalfOpen|Throttle|Baseline|Registry' -benchmem -count 6 . > ../docs/bench/2026-12-01.txt)
 //	(cd bench && AGENTBREAKER_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench 'Fleet' -benchmem -count 3 . > ../docs/bench/2026-12-01-fleet.txt)
-//	go test -run '^$' -bench 'ToolCallOverhead/calls=1/|ConcurrentSessionsPaired' -benchmem -cpu 2 -count 6 ./callbacks/ > docs/bench/2026-12-01-callbacks.txt
-//	go test -run '^$' -bench 'ToolCallOverheadPaired' -benchmem -benchtime 60000x -count 6 ./callbacks/ >> docs/bench/2026-12-01-callbacks.txt
+//	go test -run '^$' -bench '^BenchmarkToolCallOverhead$/calls=1/' -benchmem -count 6 ./callbacks/ > docs/bench/2026-12-01-callbacks.txt
+//	go test -run '^$' -bench '^BenchmarkToolCallOverheadPaired$' -benchmem -benchtime 60000x -count 6 ./callbacks/ >> docs/bench/2026-12-01-callbacks.txt
+//	go test -run '^$' -bench '^BenchmarkConcurrentSessionsPaired$' -cpu 2 -count 6 ./callbacks/ >> docs/bench/2026-12-01-callbacks.txt
 //	go test -run '^$' -bench CoarseStaleness -benchtime 20000000x -count 6 ./breaker/ > docs/bench/2026-12-01-staleness.txt
 //
 // then `cd test && go test ./docs -update` rewrites the pages from them.
