@@ -62,10 +62,17 @@ func TestReadmeListsEveryMetric(t *testing.T) {
 }
 
 // TestAlertTableMatchesMeasuredFireTimes keeps the "First fires" column of the alert
-// table in deploy/README.md equal to the windows TestAlertFireTimes measures against.
+// tables in deploy/README.md and docs/operations.md equal to the windows
+// TestAlertFireTimes measures against.
 func TestAlertTableMatchesMeasuredFireTimes(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("README.md")
+	for _, page := range []string{"README.md", "../docs/operations.md"} {
+		t.Run(page, func(t *testing.T) { requireAlertFireTimes(t, page) })
+	}
+}
+
+func requireAlertFireTimes(t *testing.T, page string) {
+	raw, err := os.ReadFile(page)
 	require.NoError(t, err)
 	type window struct{ from, by time.Duration }
 	documented := map[string]window{}
@@ -79,11 +86,11 @@ func TestAlertTableMatchesMeasuredFireTimes(t *testing.T) {
 	rules := loadYAML[ruleFile](t, rulesFile)
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
-			require.Contains(t, documented, r.Alert, "the alert table lists %s with its fire times", r.Alert)
+			require.Contains(t, documented, r.Alert, "%s: the alert table lists %s with its fire times", page, r.Alert)
 		}
 	}
 	for _, sc := range fireScenarios {
 		require.Equal(t, documented[sc.alert], window{sc.firesFrom - sc.event, sc.firesBy - sc.event},
-			"scenario %q: the table's fire times for %s", sc.name, sc.alert)
+			"%s: scenario %q: the table's fire times for %s", page, sc.name, sc.alert)
 	}
 }

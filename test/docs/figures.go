@@ -159,3 +159,47 @@ func init() {
 		}
 	}
 }
+
+// benchFig is a figure that internal/benchtable prints from a recorded benchmark run
+// (docs/bench/*.txt): the command's whole output, one value.
+func benchFig(args string) figure {
+	return figure{cmd: "go run ./internal/benchtable " + args, value: func(out []byte) (string, error) {
+		v := strings.TrimSpace(string(out))
+		if v == "" || strings.Contains(v, "\n") {
+			return "", fmt.Errorf("benchtable printed %q, want one value", out)
+		}
+		return v, nil
+	}}
+}
+
+// The benchmark figures of README.md, docs/benchmarks.md and docs/fleet.md, from the
+// runs recorded under docs/bench (the pages give the commands that record them).
+func init() {
+	const run, fleet, cb = "docs/bench/2026-12-01.txt", "docs/bench/2026-12-01-fleet.txt", "docs/bench/2026-12-01-callbacks.txt"
+	for name, args := range map[string]string{
+		"bench.open.gobreaker_over_agentbreaker":    "ratio " + run + " Open/gobreaker-twostep Open/agentbreaker",
+		"bench.halfopen.coarseclock":                "median " + run + " HalfOpen/agentbreaker-coarseclock",
+		"bench.halfopen.agentbreaker":               "median " + run + " HalfOpen/agentbreaker",
+		"bench.halfopen.failsafe":                   "median " + run + " HalfOpen/failsafe-permit",
+		"bench.throttle.over_breaker":               "ratio " + run + " Throttle/agentbreaker-breaker+throttle Throttle/agentbreaker-breaker",
+		"bench.closed.gobreaker_over_agentbreaker":  "ratio " + run + " Closed/gobreaker-twostep Closed/agentbreaker",
+		"bench.closed.over_atomic_add":              "ratio " + run + " Closed/agentbreaker Baseline/atomic-add",
+		"bench.closedparallel.over_atomic_add":      "ratio " + run + " ClosedParallel/agentbreaker BaselineParallel/atomic-add",
+		"bench.callbacks.overhead":                  "median -unit overhead-% " + cb + " ToolCallOverheadPaired",
+		"bench.callbacks.bytes_increase":            "increase -unit B/op " + cb + " ToolCallOverhead/calls=1/agentbreaker=true ToolCallOverhead/calls=1/agentbreaker=false",
+		"bench.callbacks.sessions_throughput_ratio": "median -unit throughput-ratio " + cb + " ConcurrentSessionsPaired",
+		"bench.callbacks.sessions_turns_per_s":      "median -unit turns/s-with " + cb + " ConcurrentSessionsPaired",
+		"bench.fleet.closed.local":                  "median " + fleet + " FleetClosed/agentbreaker-local",
+		"bench.fleet.closed.fleet":                  "median " + fleet + " FleetClosed/agentbreaker-fleet",
+		"bench.fleet.closed.fleet_over_local":       "ratio " + fleet + " FleetClosed/agentbreaker-fleet FleetClosed/agentbreaker-local",
+		"bench.fleet.closed.gobreaker_over_fleet":   "ratio " + fleet + " FleetClosed/gobreaker-distributed FleetClosed/agentbreaker-fleet",
+		"bench.fleet.closed.gobreaker_roundtrips":   "median -unit redis-roundtrips/op " + fleet + " FleetClosed/gobreaker-distributed",
+		"bench.fleet.closed.gobreaker_allocs":       "median -unit allocs/op " + fleet + " FleetClosed/gobreaker-distributed",
+	} {
+		figures[name] = benchFig(args)
+	}
+}
+
+func init() {
+	figures["bench.staleness.p99"] = benchFig("median -unit p99-stale-µs docs/bench/2026-12-01-staleness.txt CoarseStalenessSaturated")
+}
