@@ -90,14 +90,8 @@ func TestParse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := r.median(tt.bench, tt.unit)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want one containing %q", err, tt.wantErr)
-				}
+			if !errorAsWanted(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got != tt.want || r.runs(tt.bench) != tt.wantRuns {
 				t.Errorf("median %v over %d runs, want %v over %d", got, r.runs(tt.bench), tt.want, tt.wantRuns)
@@ -165,18 +159,28 @@ ClosedParallel    4.50, 0       –
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
 			err := cli(tt.args, &out)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want one containing %q", err, tt.wantErr)
-				}
+			if !errorAsWanted(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if out.String() != tt.want {
 				t.Errorf("got\n%s\nwant\n%s", out.String(), tt.want)
 			}
 		})
 	}
+}
+
+// errorAsWanted fails t unless err contains wantErr (or is nil, when wantErr is empty),
+// and reports whether the case goes on to check its result.
+func errorAsWanted(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err %v, want one containing %q", err, wantErr)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
 }
