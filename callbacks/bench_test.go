@@ -3,8 +3,6 @@ package callbacks_test
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/pairedturns"
 )
 
 // BenchmarkToolCallOverhead runs the same turn through adk-go's runner with and without
@@ -63,49 +62,10 @@ func benchTurns(b *testing.B, calls int, with bool) {
 // It reports overhead-% = (time with - time without) / time without, without the
 // garbage collector's work (see below).
 func BenchmarkToolCallOverheadPaired(b *testing.B) {
-	ctx := context.Background()
-	type arm struct {
-		h    *breakertest.Harness
-		sid  string
-		took time.Duration
-	}
-	arms := [2]*arm{{h: overheadHarness(b, 1, false)}, {h: overheadHarness(b, 1, true)}}
-	turn := func(a *arm, fresh bool) {
-		var err error
-		if fresh || a.sid == "" { // as in benchTurns: a short history keeps turns alike
-			if a.sid, err = a.h.NewSession(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		start := time.Now()
-		if _, err := a.h.Run(ctx, a.sid, "go"); err != nil {
-			b.Fatal(err)
-		}
-		a.took += time.Since(start)
-	}
-	for _, a := range arms { // warm both: caches, the coarse clock, the first session
-		turn(a, true)
-		a.took = 0
-	}
-	// Collections are the largest noise: one lands on whichever turn allocates when it
-	// is due and can cost more than a turn. They run here between turns, untimed, and
-	// the README adds the plugin's share of them from its share of the bytes.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		if i%256 == 0 {
-			runtime.GC()
-		}
-		first := i & 1 // alternate which arm goes first
-		turn(arms[first], i%4 == 0)
-		turn(arms[1-first], i%4 == 0)
-		i++
-	}
-	without, with := arms[0].took, arms[1].took
-	b.ReportMetric(100*float64(with-without)/float64(without), "overhead-%")
-	b.ReportMetric(float64(without.Nanoseconds())/float64(i), "ns/turn-without")
-	b.ReportMetric(float64(with.Nanoseconds())/float64(i), "ns/turn-with")
+	r := pairedturns.Run(b, overheadHarness(b, 1, false), overheadHarness(b, 1, true))
+	b.ReportMetric(r.OverheadPercent(), "overhead-%")
+	b.ReportMetric(float64(r.Base.Nanoseconds()), "ns/turn-without")
+	b.ReportMetric(float64(r.Measured.Nanoseconds()), "ns/turn-with")
 }
 
 func newLookup() (tool.Tool, error) {

@@ -2,8 +2,6 @@ package mcpguard_test
 
 import (
 	"context"
-	"runtime"
-	"runtime/debug"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/internal/mcptest"
+	"github.com/agentbreaker/agentbreaker/internal/pairedturns"
 	"github.com/agentbreaker/agentbreaker/mcpguard"
 )
 
@@ -82,46 +81,10 @@ func costArmN(tb testing.TB, guarded bool, call string, calls int, timeout time.
 func BenchmarkGuardOverheadPaired(b *testing.B) {
 	for _, call := range []string{mcptest.Order, mcptest.Charge} {
 		b.Run("call="+call, func(b *testing.B) {
-			ctx := context.Background()
-			type arm struct {
-				h    *breakertest.Harness
-				sid  string
-				took time.Duration
-			}
-			arms := [2]*arm{{h: costArm(b, false, call)}, {h: costArm(b, true, call)}}
-			turn := func(a *arm, fresh bool) {
-				var err error
-				if fresh || a.sid == "" {
-					if a.sid, err = a.h.NewSession(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-				start := time.Now()
-				if _, err := a.h.Run(ctx, a.sid, "go"); err != nil {
-					b.Fatal(err)
-				}
-				a.took += time.Since(start)
-			}
-			for _, a := range arms {
-				turn(a, true)
-				a.took = 0
-			}
-			defer debug.SetGCPercent(debug.SetGCPercent(-1))
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				if i%256 == 0 {
-					runtime.GC()
-				}
-				first := i & 1
-				turn(arms[first], i%4 == 0)
-				turn(arms[1-first], i%4 == 0)
-				i++
-			}
-			without, with := arms[0].took, arms[1].took
-			b.ReportMetric(100*float64(with-without)/float64(without), "overhead-%")
-			b.ReportMetric(float64(without.Nanoseconds())/float64(i), "ns/turn-listed")
-			b.ReportMetric(float64(with.Nanoseconds())/float64(i), "ns/turn-guarded")
+			r := pairedturns.Run(b, costArm(b, false, call), costArm(b, true, call))
+			b.ReportMetric(r.OverheadPercent(), "overhead-%")
+			b.ReportMetric(float64(r.Base.Nanoseconds()), "ns/turn-listed")
+			b.ReportMetric(float64(r.Measured.Nanoseconds()), "ns/turn-guarded")
 		})
 	}
 }
