@@ -4,5 +4,7 @@
 //
 // failsafe-go's adaptive throttler reads the wall clock, which a simulation in virtual
 // time cannot inject; the rows are therefore run inside a testing/synctest bubble, whose
-// clock the guard moves to the simulator's before every call (see FailsafeThrottler).
+// clock the guard moves to the simulator's before every call (see FailsafeThrottler and
+// RunPartial). Its random draw is replaced by a seeded one, so a run's rows repeat.
+// ./cmd/partialtable prints the page's tables.
 package peers

@@ -9,7 +9,7 @@ import (
 
 // The guard as the simulator drives it: admit a call, report its outcome. (The
 // simulator runs it inside a testing/synctest bubble so that failsafe-go's window
-// follows virtual time; see TestPartialOutageTable.)
+// follows virtual time; see RunPartial.)
 func ExampleFailsafeThrottler() {
 	peer := peers.FailsafeThrottler()
 	now := time.Date(2026, 1, 1, 14, 0, 0, 0, time.UTC)

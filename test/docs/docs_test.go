@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,9 +31,16 @@ func newRunner(t *testing.T) *runner {
 
 // TestPagesShowWhatTheCommandsPrint runs every command a page marks and compares its
 // output with the page: each run block, each inline figure, each generated file. With
-// -update it writes the commands' output into the pages instead.
+// -update it writes the commands' output into the pages instead. The commands must
+// leave the work tree as they found it.
 func TestPagesShowWhatTheCommandsPrint(t *testing.T) {
 	r := newRunner(t)
+	before := gitStatus(t)
+	defer func() {
+		if after := gitStatus(t); !*update && !bytes.Equal(before, after) {
+			t.Errorf("the commands changed the work tree; git status before:\n%s\nafter:\n%s", before, after)
+		}
+	}()
 	for _, path := range pages(t) {
 		name, _ := filepath.Rel(repoRoot, path)
 		t.Run(name, func(t *testing.T) {
@@ -57,6 +65,18 @@ func TestPagesShowWhatTheCommandsPrint(t *testing.T) {
 	}
 }
 
+// gitStatus returns git's short status of the repository, or nil outside a clone (a
+// module cache has no .git), where the tree is not checked.
+func gitStatus(t *testing.T) []byte {
+	t.Helper()
+	out, err := exec.Command("git", "-C", repoRoot, "status", "--porcelain", "--untracked-files=all").Output()
+	if err != nil {
+		t.Logf("no git status (%v): not checking that the commands leave the tree as they found it", err)
+		return nil
+	}
+	return out
+}
+
 // render returns the page with every marked block and figure as the commands print it,
 // and reports each difference through fail (unless updating), with the page's line.
 func render(r *runner, name, page string, update bool, fail func(string, ...any)) (string, error) {
@@ -78,6 +98,9 @@ func render(r *runner, name, page string, update bool, fail func(string, ...any)
 		}
 		shown, _, _ := strings.Cut(b.cmd, " | ")
 		want := append([]string{"$ " + shown}, strings.Split(strings.TrimSuffix(string(res.out), "\n"), "\n")...)
+		if res.exit != 0 {
+			want = append(want, fmt.Sprintf("[exit status %d]", res.exit))
+		}
 		for j := range want {
 			want[j] = strings.TrimRight(want[j], " ")
 		}

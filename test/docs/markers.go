@@ -9,7 +9,8 @@ import (
 // The three markers a page may hold (see docs/CONTRIBUTING-docs.md):
 //
 //	<!-- run: CMD [| FILTER]... -->     then a fenced block: "$ CMD" and CMD's output
-//	<!-- run, exit N: CMD -->           the same for a command that must exit N
+//	<!-- run, exit N: CMD -->           the same for a command that must exit N, and a
+//	                                    last line "[exit status N]"
 //	<!-- fig: NAME -->VALUE<!-- /fig -->  a figure inside a sentence, from the figures table
 //	<!-- file PATH: CMD -->             PATH must equal the file CMD writes to "$OUT"
 var (
@@ -35,14 +36,26 @@ type file struct {
 }
 
 // scan finds the page's run and file markers. A run marker must be followed, on the
-// next line, by a fenced block.
+// next line, by a fenced block. Any other fenced block that shows a command line
+// ("$ " at the start of a line) is an error: a transcript no marker checks would drift.
 func scan(name string, lines []string) ([]block, []file, error) {
 	var blocks []block
 	var files []file
-	for i, l := range lines {
-		l = strings.TrimRight(l, " \t") // an indented marker is an example, not a marker
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimRight(lines[i], " \t") // an indented marker is an example, not a marker
 		if m := fileMarker.FindStringSubmatch(l); m != nil {
 			files = append(files, file{line: i, path: m[1], cmd: m[2]})
+			continue
+		}
+		if fence.MatchString(l) {
+			shut := closing(lines, i)
+			for j := i + 1; j < shut; j++ {
+				if strings.HasPrefix(lines[j], "$ ") {
+					return nil, nil, fmt.Errorf("%s:%d: the block shows `%s` with no run marker above it: add <!-- run: COMMAND --> so that the test runs it",
+						name, j+1, lines[j])
+				}
+			}
+			i = shut
 			continue
 		}
 		m := runMarker.FindStringSubmatch(l)
@@ -57,17 +70,22 @@ func scan(name string, lines []string) ([]block, []file, error) {
 			return nil, nil, fmt.Errorf("%s:%d: a run marker must be followed by a fenced block (```text)", name, i+1)
 		}
 		b.open = i + 1
-		b.shut = -1
-		for j := i + 2; j < len(lines); j++ {
-			if strings.TrimSpace(lines[j]) == "```" {
-				b.shut = j
-				break
-			}
-		}
-		if b.shut < 0 {
+		b.shut = closing(lines, b.open)
+		if b.shut == len(lines) {
 			return nil, nil, fmt.Errorf("%s:%d: the block under the run marker is never closed", name, i+2)
 		}
 		blocks = append(blocks, b)
+		i = b.shut
 	}
 	return blocks, files, nil
+}
+
+// closing is the line that closes the fenced block opened at line open, or len(lines).
+func closing(lines []string, open int) int {
+	for j := open + 1; j < len(lines); j++ {
+		if strings.TrimSpace(lines[j]) == "```" {
+			return j
+		}
+	}
+	return len(lines)
 }

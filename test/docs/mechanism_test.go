@@ -62,11 +62,38 @@ func TestUnknownFigureAndProgramAreErrors(t *testing.T) {
 	if _, err := render(r, "p.md", "x <!-- fig: no.such -->1<!-- /fig -->\n", false, t.Errorf); err == nil || !strings.Contains(err.Error(), `no figure "no.such"`) {
 		t.Errorf("unknown figure: %v", err)
 	}
-	if _, err := render(r, "p.md", "<!-- run: rm -rf / -->\n```text\n```\n", false, t.Errorf); err == nil || !strings.Contains(err.Error(), "starts with agentbreaker or go run") {
+	if _, err := render(r, "p.md", "<!-- run: rm -rf / -->\n```text\n```\n", false, t.Errorf); err == nil || !strings.Contains(err.Error(), "a marked command starts with agentbreaker") {
 		t.Errorf("unknown program: %v", err)
 	}
 	if _, err := render(r, "p.md", "<!-- run: agentbreaker simulate -->\nno block\n", false, t.Errorf); err == nil || !strings.Contains(err.Error(), "p.md:1: a run marker must be followed") {
 		t.Errorf("marker without a block: %v", err)
+	}
+	if _, err := render(r, "p.md", "<!-- run: go -C ../elsewhere run ./cmd/x -->\n```text\n```\n", false, t.Errorf); err == nil || !strings.Contains(err.Error(), "go -C takes a directory inside the repository") {
+		t.Errorf("go -C outside the repository: %v", err)
+	}
+	// A transcript with no marker would drift unnoticed; one in an indented example is
+	// not a block.
+	if _, err := render(r, "p.md", "text\n```console\n$ agentbreaker lint x.yaml\nok\n```\n", false, t.Errorf); err == nil || !strings.Contains(err.Error(), "p.md:3: the block shows `$ agentbreaker lint x.yaml` with no run marker") {
+		t.Errorf("unmarked transcript: %v", err)
+	}
+	if _, err := render(r, "p.md", "    ```console\n    $ agentbreaker lint x.yaml\n    ```\n", false, t.Errorf); err != nil {
+		t.Errorf("indented example: %v", err)
+	}
+}
+
+// TestFailureShowsItsExitStatus: a command that exits non-zero, as its marker says,
+// ends its block with "[exit status N]", so a reader sees what the test checks.
+func TestFailureShowsItsExitStatus(t *testing.T) {
+	r := newRunner(t)
+	cmd := "agentbreaker replay -dependency billing examples/data/calls.jsonl"
+	page := "<!-- run, exit 1: " + cmd + " -->\n```console\n```\n"
+	got, err := render(r, "p.md", page, true, t.Errorf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(got, "\n")
+	if len(lines) != 7 || lines[2] != "$ "+cmd || !strings.Contains(lines[3], `no records of dependency "billing"`) || lines[4] != "[exit status 1]" {
+		t.Errorf("the block is not the command, its error and its exit status:\n%s", got)
 	}
 }
 

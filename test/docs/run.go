@@ -32,35 +32,47 @@ type result struct {
 	tmp  string
 }
 
-// binary builds pkg (a path such as ./cmd/agentbreaker) once and returns the program.
-func (r *runner) binary(pkg string) (string, error) {
+// binary builds pkg (a path such as ./cmd/agentbreaker) once, in dir (a directory of
+// the repository, "" for its root), and returns the program.
+func (r *runner) binary(dir, pkg string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if b, ok := r.built[pkg]; ok {
+	key := filepath.Join(dir, pkg)
+	if b, ok := r.built[key]; ok {
 		return b, nil
 	}
-	out := filepath.Join(r.bin, strings.NewReplacer("/", "_", ".", "_").Replace(pkg))
+	out := filepath.Join(r.bin, strings.NewReplacer("/", "_", ".", "_").Replace(key))
 	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = repoRoot
+	cmd.Dir = filepath.Join(repoRoot, dir)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		return "", fmt.Errorf("go build %s in %s: %v\n%s", pkg, cmd.Dir, err, b)
 	}
-	r.built[pkg] = out
+	r.built[key] = out
 	return out, nil
 }
 
-// program turns a command's first words into a program and its arguments: agentbreaker
-// is ./cmd/agentbreaker, "go run ./PATH" is that package; nothing else runs (no shell).
-func (r *runner) program(words []string) (string, []string, error) {
+// program turns a command's first words into a program, the directory it runs in
+// (relative to the repository's root) and its arguments: agentbreaker is
+// ./cmd/agentbreaker, "go run ./PATH" is that package, and "go -C DIR run ./PATH" is
+// the package at PATH of DIR (another module of the repository, such as sim/peers), run
+// in DIR as go -C runs it. Nothing else runs (no shell).
+func (r *runner) program(words []string) (prog, dir string, args []string, err error) {
 	switch {
 	case len(words) > 0 && words[0] == "agentbreaker":
-		b, err := r.binary("./cmd/agentbreaker")
-		return b, words[1:], err
+		prog, err = r.binary("", "./cmd/agentbreaker")
+		return prog, "", words[1:], err
 	case len(words) > 2 && words[0] == "go" && words[1] == "run" && strings.HasPrefix(words[2], "./"):
-		b, err := r.binary(words[2])
-		return b, words[3:], err
+		prog, err = r.binary("", words[2])
+		return prog, "", words[3:], err
+	case len(words) > 4 && words[0] == "go" && words[1] == "-C" && words[3] == "run" && strings.HasPrefix(words[4], "./"):
+		dir = words[2]
+		if !filepath.IsLocal(dir) {
+			return "", "", nil, fmt.Errorf("%q: go -C takes a directory inside the repository", strings.Join(words, " "))
+		}
+		prog, err = r.binary(dir, words[4])
+		return prog, dir, words[5:], err
 	}
-	return "", nil, fmt.Errorf("%q: a marked command starts with agentbreaker or go run ./PATH", strings.Join(words, " "))
+	return "", "", nil, fmt.Errorf("%q: a marked command starts with agentbreaker, go run ./PATH or go -C DIR run ./PATH", strings.Join(words, " "))
 }
 
 // run runs one marked command line (with its filters) and returns what the page must
@@ -82,12 +94,12 @@ func (r *runner) run(line string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	prog, args, err := r.program(words)
+	prog, dir, args, err := r.program(words)
 	if err != nil {
 		return result{}, err
 	}
 	cmd := exec.Command(prog, args...)
-	cmd.Dir = repoRoot
+	cmd.Dir = filepath.Join(repoRoot, dir)
 	cmd.Env = append(os.Environ(), "TMP="+tmp, "NO_COLOR=1")
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
