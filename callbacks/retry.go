@@ -38,7 +38,14 @@ func (c *Callbacks) operation(inv *invocation, tool, dep string, b *breaker.Brea
 // the payload that answers a refused call instead of the tool. A call it cannot map
 // (bad arguments, too many operations) goes on without retry accounting, loudly, like
 // a call without a breaker.
-func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any) (*retry.Attempt, map[string]any) {
+//
+// governed says the dependency's throttle is shedding and admitted the call as one of
+// a turn the dependency has already served: a retry of it is the throttle's to bound
+// and is asked of the operation outside the retry budget (retry.Run.AdmitOutsideBudget).
+// The throttle counts it among its requests and holds everything sent to about K
+// calls per accepted one; the budget, which knows nothing of the turn, would refuse
+// the one call that completes it and leave it with half of its data.
+func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, args map[string]any, governed bool) (*retry.Attempt, map[string]any) {
 	op := c.operation(inv, tool, dep, b, args)
 	confirm := c.confirmsReplays(tool)
 	checked := false
@@ -70,7 +77,12 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 	// AdmitWithState, not Admit(WithAdmittingState(ctx)): a wrapped context would hide
 	// ctx's InvocationID from the hooks, and the "retry budget exhausted" record would
 	// carry request_id "".
-	a, err := run.AdmitWithState(ctx, state)
+	var a *retry.Attempt
+	if governed {
+		a, err = run.AdmitOutsideBudget(ctx, state)
+	} else {
+		a, err = run.AdmitWithState(ctx, state)
+	}
 	if err == nil {
 		retry.ReportBreakerState(a.Context(), state)
 		return a, nil

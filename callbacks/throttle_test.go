@@ -18,6 +18,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/payloads"
+	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
@@ -30,6 +31,7 @@ type throttled struct {
 	th     *throttle.Throttle
 	search tool.Tool
 	fc     *clock.Fake
+	retry  *retry.Retrier // Config.SideEffects.Retry, when set
 
 	mu     sync.Mutex
 	events []callbacks.Event
@@ -73,6 +75,7 @@ func (x *throttled) highMix() {
 func (x *throttled) run(t *testing.T, ctx context.Context, state map[string]any, steps ...breakertest.Step) *breakertest.Turn {
 	t.Helper()
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: x.deps, Clock: x.fc,
+		SideEffects: callbacks.SideEffects{Retry: x.retry},
 		Observability: callbacks.Observability{
 			OnEvent: func(e callbacks.Event) {
 				x.mu.Lock()
@@ -232,4 +235,48 @@ func TestShedCallsCountTowardTheLoopGuard(t *testing.T) {
 	require.Equal(t, false, rs[len(rs)-1].Response["retry_advised"])
 	require.Contains(t, x.kinds(), callbacks.EventLoopGuardFirm)
 	require.Zero(t, x.srv.Requests())
+}
+
+// Issue 25 (f): while the throttle sheds, the model's re-issue of a failed call in a
+// turn the dependency has already served is the throttle's to bound (it ranks it
+// critical and counts it among its requests), so the retry budget does not refuse it
+// and the turn gets all of its data. In a turn the dependency has not served, the
+// budget still refuses the re-issue.
+func TestAServedTurnsReissueIsNotRefusedByTheRetryBudgetWhileShedding(t *testing.T) {
+	t.Parallel()
+	for _, served := range []bool{true, false} {
+		name := map[bool]string{true: "served", false: "not served"}[served]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			x := newThrottledMin(t, nil, breaker.Policy{MinimumCalls: 100}, 10)
+			// No retry is ever in the budget: a ratio of 10% of a few operations, no floor.
+			x.retry = retry.MustNew(retry.Config{Clock: x.fc,
+				Budgets: retry.MustNewBudgets(retry.BudgetConfig{Clock: x.fc, MinRetriesPerSecond: -1})})
+			x.fill(100, 60) // p ≈ 0.4, all of it taken from the Low calls of the mix
+			for range 40 {
+				x.th.Allow(throttle.Low)
+			}
+			require.True(t, x.th.Shedding())
+			other := breakertest.Call("web_search", map[string]any{"query": "other"})
+			steps := []breakertest.Step{searchCall(), searchCall(), breakertest.Text("done")}
+			if served {
+				x.srv.Enqueue(breakertest.OK(`{"hits": 1}`))
+				steps = append([]breakertest.Step{other}, steps...)
+			}
+			x.srv.Enqueue(breakertest.Status(503), breakertest.OK(`{"hits": 2}`))
+			turn := x.run(t, context.Background(), nil, steps...)
+			rs := turn.FunctionResponses()
+			last := rs[len(rs)-1].Response
+			if served {
+				require.EqualValues(t, 3, x.srv.Requests(), "the re-issue was sent")
+				require.NotContains(t, last, "response_type", "the re-issue got the data: %v", last)
+				b, err := x.retry.Budgets().For("search")
+				require.NoError(t, err)
+				require.Zero(t, b.Stats().Refused)
+				return
+			}
+			require.EqualValues(t, 1, x.srv.Requests(), "the budget refused the re-issue")
+			require.Equal(t, payloads.TypeBudgetExhausted, last["response_type"])
+		})
+	}
 }

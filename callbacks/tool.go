@@ -110,10 +110,11 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			th.Throttle = nil
 		}
 		// A probe is the breaker's alone to admit; its outcome still counts.
+		governed := false // the shedding throttle admits this call of a served turn
 		if th.Throttle != nil && !permit.IsProbe() && th.Throttle.Shedding() {
 			pr := c.priorityOf(ctx, th.Priority)
 			if inv.served(dep) {
-				pr = throttle.Critical
+				pr, governed = throttle.Critical, true
 			}
 			if !th.Throttle.AllowDraw(pr, inv.draw) {
 				permit.Ignore() // never sent: the breaker learns nothing from it
@@ -140,7 +141,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		var att *retry.Attempt
 		if c.cfg.SideEffects.Retry != nil {
 			var refusal map[string]any
-			if att, refusal = c.admitRetry(ctx, inv, name, dep, b, args); refusal != nil {
+			if att, refusal = c.admitRetry(ctx, inv, name, dep, b, args, governed); refusal != nil {
 				// Refused before the dependency was asked: its health is not in question.
 				permit.Ignore()
 				if slot != nil {

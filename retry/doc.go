@@ -22,7 +22,8 @@
 // [Budgets]): at most Ratio (10%) of the operations started in the last Window (10s),
 // plus a small floor (one per window) so that a quiet dependency can still retry. When
 // failures rise, retries fall. A retry is charged when it is granted, so retries
-// waiting out their backoff count too.
+// waiting out their backoff count too. A retry that another limit already bounds is
+// admitted with [Run.AdmitOutsideBudget], which the budget neither refuses nor counts.
 //
 // # When a retry is safe
 //

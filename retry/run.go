@@ -68,7 +68,7 @@ func (run *Run) Done() (Reason, bool) {
 // Reconciler: once an operator or a status lookup has settled the earlier attempt as
 // not applied, the call that asks again is admitted as a retry.
 func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
-	return run.admit(ctx, admittingState(ctx))
+	return run.admit(ctx, admittingState(ctx), true)
 }
 
 // AdmitWithState is Admit for a caller that holds the dependency's breaker itself (the
@@ -78,10 +78,26 @@ func (run *Run) Admit(ctx context.Context) (*Attempt, error) {
 // caller's own context: an adk-go tool context keeps its InvocationID and
 // FunctionCallID, which telemetry.RetryHook's records carry.
 func (run *Run) AdmitWithState(ctx context.Context, state breaker.State) (*Attempt, error) {
-	return run.admit(ctx, state.String())
+	return run.admit(ctx, state.String(), true)
 }
 
-func (run *Run) admit(ctx context.Context, admitting string) (*Attempt, error) {
+// AdmitOutsideBudget is AdmitWithState for a retry whose load another limit already
+// bounds: for an operation from Track, whose retries are charged when they are
+// admitted, the dependency's retry budget neither refuses nor counts it (an operation
+// from Start was charged when Finish granted the retry). The attempt cap, the
+// deadline, the in-flight rule and the UNKNOWN rule still apply, and a first attempt
+// still counts as an operation started. Package callbacks uses it while
+// the dependency's throttle is shedding, for the model's re-issue of a call in a turn
+// the dependency has already served: the throttle counts that call among its requests,
+// keeps the calls sent to about K per accepted one, retries included, and ranks it
+// critical, so the budget refusing it would only leave the turn with part of its data.
+func (run *Run) AdmitOutsideBudget(ctx context.Context, state breaker.State) (*Attempt, error) {
+	return run.admit(ctx, state.String(), false)
+}
+
+// admit admits the next attempt; budgeted says whether a retry is charged to (and may
+// be refused by) the retry budget.
+func (run *Run) admit(ctx context.Context, admitting string, budgeted bool) (*Attempt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, run.refusal(ReasonCanceled, err)
 	}
@@ -128,7 +144,7 @@ func (run *Run) admit(ctx context.Context, admitting string) (*Attempt, error) {
 		return nil, err
 	}
 	first := run.attempts == 0
-	if !first && run.chargeOnAdmit && !run.budget.TryRetryAt(now) {
+	if !first && run.chargeOnAdmit && budgeted && !run.budget.TryRetryAt(now) {
 		// The caller (the model, for a tracked operation) really asked again: this is
 		// the moment a retry happens, so this is where the budget is charged and where
 		// it refuses.

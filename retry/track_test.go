@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/stretchr/testify/require"
@@ -125,6 +126,47 @@ func TestTrackChargesOnlyRetriesTheModelMakes(t *testing.T) {
 	require.Equal(t, retry.ReasonBudgetExhausted, se.Reason)
 	require.Len(t, refusals, 1, "one real refusal")
 	require.Equal(t, int64(2), b.Stats().Granted)
+}
+
+// Issue 25 (f): a retry another limit bounds (the callbacks' shedding throttle, for a
+// turn the dependency already served) is admitted outside the retry budget: the budget
+// neither refuses it nor counts it, and it still refuses the others. The attempt cap
+// still holds.
+func TestAdmitOutsideBudgetNeitherRefusesNorCounts(t *testing.T) {
+	rg := newRig(t, retry.Config{
+		Policy:  retry.Policy{MaxAttempts: 2},
+		Budgets: retry.MustNewBudgets(retry.BudgetConfig{MinRetriesPerSecond: -1}),
+	})
+	ops := make([]retry.Operation, 3)
+	for i := range ops { // three operations earn no retry at a ratio of 10%
+		ops[i] = retry.Operation{Dependency: "crm", Tool: "lookup", Args: map[string]any{"id": i}}
+		_, se, _ := call(t, rg.r, "inv", ops[i], classify.ClassConnectionRefused)
+		require.Nil(t, se)
+	}
+	b, err := rg.r.Budgets().For("crm")
+	require.NoError(t, err)
+
+	_, se, _ := call(t, rg.r, "inv", ops[0], classify.ClassNone)
+	require.Equal(t, retry.ReasonBudgetExhausted, se.Reason, "the budget still refuses an ordinary re-issue")
+
+	run, reissue, err := rg.r.Track("inv", ops[1])
+	require.NoError(t, err)
+	require.True(t, reissue)
+	a, err := run.AdmitOutsideBudget(t.Context(), breaker.Closed)
+	require.NoError(t, err, "outside the budget")
+	require.Equal(t, 2, a.Info().Number)
+	d := a.Finish(t.Context(), classify.ForClass(classify.ClassConnectionRefused), nil)
+	require.False(t, d.Retry, "MaxAttempts 2: the cap still holds")
+	st := b.Stats()
+	require.Zero(t, st.WindowRetries, "not counted")
+	require.Equal(t, int64(1), st.Refused, "only the ordinary re-issue was refused")
+
+	run, _, err = rg.r.Track("inv", ops[1])
+	require.NoError(t, err)
+	_, err = run.AdmitOutsideBudget(t.Context(), breaker.Closed)
+	var stop *retry.StopError
+	require.ErrorAs(t, err, &stop)
+	require.Equal(t, retry.ReasonAttemptsExhausted, stop.Reason)
 }
 
 func TestTrackUnknownIsNotReissuedUntilSettled(t *testing.T) {

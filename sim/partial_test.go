@@ -17,23 +17,25 @@ func rowsByName(pr *sim.PartialResult) map[string]sim.Row {
 	return out
 }
 
-// Issue 25 (f): at 60% failing, the throttle keeps about a third of the turns answered
-// with live data (the breaker alone answers almost none) and sends at most 1.5 calls
-// per call that succeeds. The issue's goal is 35%; this scenario measures 34.4-35.6%
-// over seeds 1-3 (the dependency's capacity caps it at 40%: two calls a turn, four a
-// second for five turns a second), so the bar here is 33%.
+// Issue 25 (f): at 60% failing, the throttle keeps at least 35% of the turns answered
+// with live data (the dependency's capacity caps any row at 40%: two calls a turn, four
+// a second for five turns a second; the breaker alone answers almost none) and sends
+// at most 1.5 calls per call that succeeds, for seeds 1 to 3. The run's randomness
+// moves the figure by a point or two from seed to seed.
 func TestPartialOutageAt60PercentKeepsLiveData(t *testing.T) {
 	t.Parallel()
-	pr, err := sim.RunPartial(sim.Partial{Failing: 0.6}, sim.Options{})
-	require.NoError(t, err)
-	rows := rowsByName(pr)
-	for _, name := range []string{sim.StrategyThrottle, sim.StrategyBreakerThrottle} {
-		r := rows[name]
-		require.GreaterOrEqual(t, r.LiveTurns, 0.33, "%s\n%s", name, pr.Table())
-		require.LessOrEqual(t, r.Waste, 1.5, "%s\n%s", name, pr.Table())
+	for seed := uint64(1); seed <= 3; seed++ {
+		pr, err := sim.RunPartial(sim.Partial{Failing: 0.6, Scenario: sim.Scenario{Seed: seed}}, sim.Options{})
+		require.NoError(t, err)
+		rows := rowsByName(pr)
+		for _, name := range []string{sim.StrategyThrottle, sim.StrategyBreakerThrottle} {
+			r := rows[name]
+			require.GreaterOrEqual(t, r.LiveTurns, 0.35, "seed %d: %s\n%s", seed, name, pr.Table())
+			require.LessOrEqual(t, r.Waste, 1.5, "seed %d: %s\n%s", seed, name, pr.Table())
+		}
+		require.Less(t, rows[sim.StrategyPolicy].LiveTurns, 0.1, "the breaker alone all but stops the feature")
+		require.Greater(t, rows[sim.StrategyNaive].Waste, 10.0, "without a breaker, retries pile onto the overload")
 	}
-	require.Less(t, rows[sim.StrategyPolicy].LiveTurns, 0.1, "the breaker alone all but stops the feature")
-	require.Greater(t, rows[sim.StrategyNaive].Waste, 10.0, "without a breaker, retries pile onto the overload")
 }
 
 // Issue 25 (f): in the incident (every call hangs), the breaker and the throttle
