@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -337,27 +335,4 @@ func TestWords(t *testing.T) {
 	} {
 		require.Equal(t, want, words(d), "%s", d)
 	}
-}
-
-var update = flag.Bool("update", false, "rewrite the output block of docs/example.md")
-
-// TestDocsShowTheOutput keeps the output printed in docs/example.md equal to the
-// program's.
-func TestDocsShowTheOutput(t *testing.T) {
-	const path = "../../docs/example.md"
-	page, err := os.ReadFile(path)
-	require.NoError(t, err)
-	const open, closing = "<!-- output -->\n```text\n", "```\n"
-	head, rest, ok := strings.Cut(string(page), open)
-	require.True(t, ok, "%s has no %q", path, open)
-	got, tail, ok := strings.Cut(rest, closing)
-	require.True(t, ok, "%s: the output block is not closed", path)
-
-	var out bytes.Buffer
-	require.NoError(t, run(t.Context(), &out, hooks{}))
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(head+open+out.String()+closing+tail), 0o644))
-		return
-	}
-	require.Equal(t, out.String(), got, "%s is stale: run go test ./examples/agent -run TestDocsShowTheOutput -update", path)
 }
