@@ -5,17 +5,8 @@
 // run) and takes, for each benchmark and unit, the median over the runs.
 //
 // The recorded runs are plain text files under docs/bench, written by go test itself;
-// the pages name the command that wrote each one. To record them again (on a quiet
-// machine: load average below 1), from the repository root:
-//
-//	(cd bench && go test -run '^$' -bench 'Closed|Open|HalfOpen|Throttle|Baseline|Registry' -benchmem -count 6 . > ../docs/bench/2026-12-01.txt)
-//	(cd bench && AGENTBREAKER_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench 'Fleet' -benchmem -count 3 . > ../docs/bench/2026-12-01-fleet.txt)
-//	go test -run '^$' -bench '^BenchmarkToolCallOverhead$/calls=1/' -benchmem -count 6 ./callbacks/ > docs/bench/2026-12-01-callbacks.txt
-//	go test -run '^$' -bench '^BenchmarkToolCallOverheadPaired$' -benchmem -benchtime 60000x -count 6 ./callbacks/ >> docs/bench/2026-12-01-callbacks.txt
-//	go test -run '^$' -bench '^BenchmarkConcurrentSessionsPaired$' -cpu 2 -count 6 ./callbacks/ >> docs/bench/2026-12-01-callbacks.txt
-//	go test -run '^$' -bench CoarseStaleness -benchtime 20000000x -count 6 ./breaker/ > docs/bench/2026-12-01-staleness.txt
-//
-// then `cd test && go test ./docs -update` rewrites the pages from them.
+// bench/record.sh records them all again (on a quiet machine: load average below 1), and
+// `cd test && go test ./docs -update` then rewrites the pages from them.
 //
 // Benchmarks are named as go test prints them, without "Benchmark" and without the
 // "-N" GOMAXPROCS suffix: Closed/agentbreaker, ClosedParallel/gobreaker-twostep.
