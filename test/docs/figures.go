@@ -178,8 +178,14 @@ func init() {
 	const run, fleet, cb = "docs/bench/2026-12-01.txt", "docs/bench/2026-12-01-fleet.txt", "docs/bench/2026-12-01-callbacks.txt"
 	for name, args := range map[string]string{
 		"bench.open.gobreaker_over_agentbreaker":    "ratio " + run + " Open/gobreaker-twostep Open/agentbreaker",
-		"bench.halfopen.coarseclock":                "median " + run + " HalfOpen/agentbreaker-coarseclock",
+		"bench.open.agentbreaker":                   "median " + run + " Open/agentbreaker",
+		"bench.open.gobreaker":                      "median " + run + " Open/gobreaker-twostep",
 		"bench.halfopen.agentbreaker":               "median " + run + " HalfOpen/agentbreaker",
+		"bench.halfopen.systemclock":                "median " + run + " HalfOpen/agentbreaker-systemclock",
+		"bench.halfopen.fakeclock":                  "median " + run + " HalfOpen/agentbreaker-fakeclock",
+		"bench.throttle.breaker":                    "median " + run + " Throttle/agentbreaker-breaker",
+		"bench.throttle.with":                       "median " + run + " Throttle/agentbreaker-breaker+throttle",
+		"bench.throttle.failsafe":                   "median " + run + " Throttle/failsafe-adaptivethrottler",
 		"bench.halfopen.failsafe":                   "median " + run + " HalfOpen/failsafe-permit",
 		"bench.throttle.over_breaker":               "ratio " + run + " Throttle/agentbreaker-breaker+throttle Throttle/agentbreaker-breaker",
 		"bench.closed.gobreaker_over_agentbreaker":  "ratio " + run + " Closed/gobreaker-twostep Closed/agentbreaker",
