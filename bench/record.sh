@@ -4,7 +4,8 @@
 # `cd test && go test ./docs -update` rewrites the pages' tables and figures from them
 # (internal/benchtable reads the files). Run it on a quiet machine (load average below 1)
 # and nothing else running: every figure is a median over the runs of one recording.
-# The fleet file needs a Redis (AGENTBREAKER_REDIS_ADDR, default 127.0.0.1:6379).
+# The fleet file needs a Redis (AGENTBREAKER_REDIS_ADDR, default 127.0.0.1:6379), the
+# journal file a PostgreSQL (AGENTBREAKER_POSTGRES_DSN).
 #
 #	bench/record.sh [STAMP]    STAMP defaults to the one the pages read (test/docs/figures.go)
 set -euo pipefail
@@ -20,4 +21,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	go test -run '^$' -bench '^BenchmarkConcurrentSessionsPaired$' -cpu 2 -benchtime 50x -count 6 ./callbacks/
 } > "$out-callbacks.txt"
 go test -run '^$' -bench CoarseStaleness -benchtime 20000000x -count 6 ./breaker/ > "$out-staleness.txt"
+# The journal's backends: SQLite in a temporary directory, PostgreSQL at
+# AGENTBREAKER_POSTGRES_DSN (default postgres://postgres@127.0.0.1:5432/test).
+(cd test && go test -run '^$' -bench Intend -benchtime 2s -count 3 ./journal/) > "$out-journal.txt"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
