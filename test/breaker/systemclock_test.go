@@ -49,10 +49,11 @@ func TestMinimumCooldownIsAccepted(t *testing.T) {
 
 // TestSystemClockIsTheDefaultClock checks Config.Clock's promise "clock.System is the
 // same as nil": a breaker on clock.System() and one with no clock both
-//   - stay closed below the volume gate and trip on "three failures then a success,
-//     under a gate of four" (package doc);
+//   - stay closed below the volume gate (MinimumCalls 4) and trip on the call that
+//     crosses it with a failure rate of 75% ≥ 50%;
 //   - reject while open with an *OpenError naming the breaker and the open state, that
-//     unwraps to ErrOpen;
+//     unwraps to ErrOpen, whose Until is Cooldown after the trip on the system's time
+//     (as time.Now reads it), and record OpenedAt on that time too;
 //   - after the cooldown (the minimum, 10ms), let exactly one probe through however
 //     many goroutines race in Allow, and no ordinary call, and reject the rest with
 //     ErrOpen (half-open with its probe out);
@@ -105,7 +106,7 @@ func checkSystemClockLifecycle(t *testing.T, clk clock.Clock) {
 		t.Fatal(err)
 	}
 
-	// Volume gate: three failures out of three calls are below MinimumCalls 4.
+	// Volume gate: a success then two failures, 67% over 3 calls, are below MinimumCalls 4.
 	for i := 0; i < 3; i++ {
 		p, err := b.Allow()
 		if err != nil {
@@ -114,20 +115,25 @@ func checkSystemClockLifecycle(t *testing.T, clk clock.Clock) {
 		if p.IsProbe() {
 			t.Fatalf("closed breaker handed out a probe")
 		}
-		p.Failure()
+		if i == 0 {
+			p.Success()
+		} else {
+			p.Failure()
+		}
 	}
 	if s := b.State(); s != breaker.Closed {
-		t.Fatalf("after 3 failures under a gate of 4: state %v, want closed", s)
+		t.Fatalf("after 3 calls under a gate of 4: state %v, want closed", s)
 	}
-	// The fourth call, a success, makes 75% over 4 calls: the breaker trips.
+	// The fourth call, a failure, makes 75% over 4 calls: the breaker trips. (A trip by
+	// a success is checked by TestTripBySuccessReadsThePreciseClock.)
 	p, err := b.Allow()
 	if err != nil {
 		t.Fatalf("closed breaker rejected the 4th call: %v", err)
 	}
 	tripStart := time.Now() // before the tripping report: the cooldown starts no earlier
-	p.Success()
+	p.Failure()
 	if s := b.State(); s != breaker.Open {
-		t.Fatalf("after 3 failures then a success under a gate of 4: state %v, want open", s)
+		t.Fatalf("after a success and three failures under a gate of 4: state %v, want open", s)
 	}
 
 	// An immediate call is rejected. On a loaded machine the 10ms cooldown may already
@@ -144,6 +150,15 @@ func checkSystemClockLifecycle(t *testing.T, clk clock.Clock) {
 			errors.As(err, &oe)
 			if ra := oe.RetryAfter(); ra < 0 || ra > minCooldown {
 				t.Fatalf("OpenError.RetryAfter() = %v, want within [0, %v] (no jitter)", ra, minCooldown)
+			}
+			// Until and OpenedAt are instants of the system's time, as time.Now reads it:
+			// the trip happened between tripStart and now, and Until is Cooldown later.
+			now := time.Now()
+			if oe.Until.Before(tripStart.Add(minCooldown)) || oe.Until.After(now.Add(minCooldown)) {
+				t.Fatalf("OpenError.Until = %v, want Cooldown after a trip between %v and %v", oe.Until, tripStart, now)
+			}
+			if opened := b.Snapshot().OpenedAt; opened.Before(tripStart) || opened.After(now) {
+				t.Fatalf("Snapshot.OpenedAt = %v, want between %v and %v", opened, tripStart, now)
 			}
 			rejected = true
 			break
