@@ -113,7 +113,10 @@ func (b *Breaker) success(sg uint64, n int64) {
 	}
 	// successAt, written out: one call less on the hottest path.
 	if now >= b.bucketEnd.Load() {
-		b.successLocked(sg, now)
+		// Under the lock this success slides the window and may trip the breaker: a
+		// decision, so it reads the clock precisely (the coarse reading may lag it by a
+		// tick, and a trip would date the open period, and its end, that much early).
+		b.successLocked(sg, b.preciseNanos())
 		return
 	}
 	hook(hookSuccessAfterGenCheck)
