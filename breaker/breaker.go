@@ -240,6 +240,8 @@ func (p *Permit) allowTimed() (err error) {
 	}
 	hook(hookRejectAfterLoad)
 	if b.busy(sg, now) {
+		// countRejection, written out: as a call (too large to inline) it cost 1.4 ns
+		// of the 5.6 an open rejection takes.
 		if b.clk == nil && cheaprand()%rejectionSample == 0 {
 			b.sampledRejection(sg)
 		}

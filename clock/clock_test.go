@@ -120,3 +120,15 @@ func TestPreciseReadingRefreshesAStarvedCoarseClock(t *testing.T) {
 	now.Store(4_000_000) // a precise reading never moves coarse time backwards
 	require.EqualValues(t, 5_000_000, c.refresh())
 }
+
+// A Fake declared rather than made by NewFake reads the zero time and moves from it
+// (Now takes no lock and reads a pointer that only NewFake, Advance and Set store).
+func TestZeroFakeStartsAtTheZeroTime(t *testing.T) {
+	var f Fake
+	if got := f.Now(); !got.IsZero() {
+		t.Fatalf("Now = %v, want the zero time", got)
+	}
+	if got, want := f.Advance(time.Second), (time.Time{}).Add(time.Second); !got.Equal(want) || !f.Now().Equal(want) {
+		t.Fatalf("Advance = %v, Now = %v, want %v", got, f.Now(), want)
+	}
+}

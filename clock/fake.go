@@ -28,14 +28,19 @@ func NewFake(start time.Time) *Fake {
 }
 
 // Now returns the fake time.
-func (f *Fake) Now() time.Time { return *f.now.Load() }
+func (f *Fake) Now() time.Time {
+	if p := f.now.Load(); p != nil {
+		return *p
+	}
+	return time.Time{} // a zero Fake, not made by NewFake: the zero time, as before
+}
 
 // Advance moves the clock forward by d (or back, when d is negative, to test clock skew)
 // and returns the new time.
 func (f *Fake) Advance(d time.Duration) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	t := f.now.Load().Add(d)
+	t := f.Now().Add(d)
 	f.now.Store(&t)
 	return t
 }
