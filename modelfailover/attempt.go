@@ -77,7 +77,7 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req
 	if llm == nil {
 		llm = f.routes[0].LLM
 	}
-	rec := &recorder{}
+	rec := &recorder{f: f}
 	actx, w := f.bounds.watch(ctx)
 	defer w.stop()
 	yielded, answered := false, false
@@ -119,7 +119,7 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req
 		}
 		if !resp.Partial && !answered {
 			// One verdict per call, on the final response: never per chunk.
-			c := responseClass(resp)
+			c := filtered(responseClass(resp), rec)
 			if c.Verdict == classify.Counts {
 				return failed(c, fmt.Errorf("%w (route %s)", ErrEmptyAnswer, r.Name))
 			}
@@ -142,7 +142,7 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req
 	if answered {
 		return true
 	}
-	return failed(classify.ForClass(classify.ClassUnclassified), fmt.Errorf("%w (route %s)", ErrNoFinalResponse, r.Name))
+	return failed(filtered(classify.ForClass(classify.ClassUnclassified), rec), fmt.Errorf("%w (route %s)", ErrNoFinalResponse, r.Name))
 }
 
 // request returns the request as route r sends it: its model name and copies of everything a model may change in place, so that a later
@@ -155,12 +155,14 @@ func (f *Failover) request(r *route, req *model.LLMRequest) *model.LLMRequest {
 	if req.Config != nil {
 		cfg = *req.Config
 	}
+	h := genai.HTTPOptions{}
 	if cfg.HTTPOptions != nil {
-		h := *cfg.HTTPOptions
+		h = *cfg.HTTPOptions
 		h.Headers = h.Headers.Clone()
 		h.Headers.Del(attemptHeader) // the callbacks' tag names another attempt
-		cfg.HTTPOptions = &h
 	}
+	h = pinGenaiRetries(h) // the failover owns retries (sdkretry.go)
+	cfg.HTTPOptions = &h
 	c.Config = &cfg
 	return &c
 }
@@ -170,18 +172,36 @@ func (f *Failover) request(r *route, req *model.LLMRequest) *model.LLMRequest {
 // context (nil in the callbacks path): when one of the Failover's time bounds
 // cancelled it, the attempt timed out.
 func (f *Failover) classify(ctx, actx context.Context, err error, rec *recorder) classify.Classification {
+	status, header, body := rec.get()
 	if actx != nil && ctx.Err() == nil {
 		if _, ok := expired(actx); ok {
-			return classify.ForClass(classify.ClassTimeout)
+			c := classify.ForClass(classify.ClassTimeout)
+			if status >= 400 {
+				// An answer that stated a delay came before the bound ran out (an
+				// SDK sleeping on it): the delay still floors the route's reopen.
+				c.RetryAfter = classify.HTTPStatus(status, header, f.clk.Now()).RetryAfter
+			}
+			return c
 		}
 	}
+	if sendErr := rec.sendError(); sendErr != nil {
+		// The transport answered the SDK locally instead of passing a transport
+		// error on (so that the SDK would not retry it): judge the real error.
+		err = sendErr
+	}
 	in := classify.Input{Context: ctx, Err: err, Now: f.clk.Now()}
-	status, header, body := rec.get()
 	if status >= 400 {
 		in.StatusCode = status
 	}
 	in.Header = header
 	c := f.cls.Classify(in)
+	if c.Class == classify.ClassUnclassified && status == http.StatusOK && rec.contentFiltered() {
+		// An OpenAI Responses API answer stopped by its content filter, with no
+		// output (openaimodel's ErrNoOutputItems, or a stream with nothing in it).
+		c = filtered(c, rec)
+		c.StatusCode = status
+		return c
+	}
 	var apiErr genai.APIError
 	if c.Class == classify.ClassUnclassified && status == http.StatusOK && body.read && !errors.As(err, &apiErr) {
 		// The endpoint answered 200 and the model still failed: decide from the
@@ -198,6 +218,19 @@ func (f *Failover) classify(ctx, actx context.Context, err error, rec *recorder)
 		c.StatusCode = status
 	}
 	return c
+}
+
+// filtered returns c, or a healthy safety_block when the transport saw the
+// answer stopped by a content filter: the endpoint worked, and another route
+// would filter the same content.
+func filtered(c classify.Classification, rec *recorder) classify.Classification {
+	if !rec.contentFiltered() {
+		return c
+	}
+	out := classify.ForClass(classify.ClassSafetyBlock)
+	out.Verdict = classify.Healthy
+	out.StatusCode = c.StatusCode
+	return out
 }
 
 // responseClass judges an answer. An answer is a success for the endpoint's

@@ -152,14 +152,14 @@ func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Perm
 	req.Model = r.Model
 	// The transport (NewTransport) enforces the first-response and chunk-gap
 	// bounds on this call, which the callbacks cannot do themselves.
-	rec := &recorder{bounds: bounds{first: f.bounds.first, gap: f.bounds.gap, clk: f.bounds.clk}}
+	rec := &recorder{f: f, bounds: bounds{first: f.bounds.first, gap: f.bounds.gap, whole: f.bounds.whole, clk: f.bounds.clk}}
 	id := f.tag(rec)
 	// genai's HTTPOptions.Timeout bounds the whole HTTP exchange, a stream
 	// included, and a callback cannot tell whether the call streams (adk-go's
 	// callback context has no RunConfig). So only CallTimeout, which bounds the
 	// whole call by definition, can be put on the agent's own model call.
 	timeout := f.bounds.whole
-	if id != "" || timeout > 0 {
+	{
 		cfg := genai.GenerateContentConfig{}
 		if req.Config != nil {
 			cfg = *req.Config
@@ -178,6 +178,7 @@ func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Perm
 		if timeout > 0 && h.Timeout == nil {
 			h.Timeout = &timeout
 		}
+		h = pinGenaiRetries(h) // the failover owns retries (sdkretry.go)
 		cfg.HTTPOptions = &h
 		req.Config = &cfg
 	}
@@ -222,7 +223,7 @@ func (f *Failover) AfterModel(ctx agent.Context, resp *model.LLMResponse, respEr
 		pc.p.Ignore()
 		f.finish(ctx, pc.t, pc.r, ServedAbandoned, classify.ClassCanceled, pc.probe)
 	default:
-		c := responseClass(resp)
+		c := filtered(responseClass(resp), pc.rec)
 		f.report(pc.r, &pc.p, c)
 		s := servedBy(pc.r)
 		if c.Verdict == classify.Counts {

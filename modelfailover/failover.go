@@ -74,6 +74,7 @@ type Failover struct {
 	serving atomic.Int64 // index of the serving route; -1 = Unavailable. Written under mu.
 	share   *shareWindow
 	pending pendingTable
+	refused atomic.Uint64 // SDK re-sends refused by a transport (Stats.RefusedRetries)
 
 	mu         sync.Mutex // guards the fields below
 	failovers  map[[2]string]uint64

@@ -233,12 +233,16 @@ type Stats struct {
 	// served, with the share served by a fallback. It is computed when Stats is
 	// called, so it decays when no call comes.
 	Window WindowStats
+	// RefusedRetries counts the requests a provider SDK tried to re-send within
+	// one attempt whose first request had failed, and that a transport of this
+	// Failover refused in the process: they never reached the model's API.
+	RefusedRetries uint64
 }
 
 // Stats returns the current gauges and counters, for a metrics collector that
 // reads them at scrape time.
 func (f *Failover) Stats() Stats {
-	s := Stats{Serving: f.endpointAt(int(f.serving.Load())), Window: f.share.stats(f.clk.Now())}
+	s := Stats{Serving: f.endpointAt(int(f.serving.Load())), Window: f.share.stats(f.clk.Now()), RefusedRetries: f.refused.Load()}
 	f.mu.Lock()
 	for k, n := range f.failovers {
 		s.Failovers = append(s.Failovers, FailoverCount{From: k[0], To: k[1], Count: n})

@@ -39,6 +39,62 @@ type recorder struct {
 	// context); actx is then the exchange's context, whose cause tells a bound ran out.
 	bounds bounds
 	actx   context.Context
+	// The attempt's sends (see sdkretry.go): failed is set once a send got no
+	// answer or a failed one, and any later send is refused; sendErr is the
+	// transport error of a send answered locally instead.
+	sends   int
+	failed  bool
+	sendErr error
+	// filtered: a 200 answer of the OpenAI Responses API said its output was
+	// stopped by a content filter.
+	filtered bool
+	f        *Failover // counts refused sends; nil when no Failover made the recorder
+}
+
+// beginSend reports whether a send of the attempt may leave: not when an
+// earlier send of the same attempt failed (that is an SDK's own retry).
+func (r *recorder) beginSend() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed {
+		return false
+	}
+	r.sends++
+	return true
+}
+
+// endSend records how a send ended.
+func (r *recorder) endSend(status int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.failed, r.sendErr = true, err
+	} else if status >= 400 {
+		r.failed = true
+	}
+}
+
+// sendError returns the transport error of a send the transport answered
+// locally, when no answer came at all.
+func (r *recorder) sendError() error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.status != 0 {
+		return nil
+	}
+	return r.sendErr
+}
+
+func (r *recorder) contentFiltered() bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.filtered
 }
 
 // attemptContext returns the context the transport enforced the bounds on, or nil.
@@ -56,6 +112,9 @@ type bodyEvidence struct {
 	read        bool // the whole body was read and parsed
 	candidates  int
 	blockReason string
+	// filter: the OpenAI Responses API's answer is "incomplete" because of a
+	// content filter (incomplete_details.reason), with or without output.
+	filter bool
 }
 
 func (r *recorder) record(resp *http.Response) {
@@ -67,6 +126,7 @@ func (r *recorder) record(resp *http.Response) {
 func (r *recorder) recordBody(b bodyEvidence) {
 	r.mu.Lock()
 	r.body = b
+	r.filtered = r.filtered || b.filter
 	r.mu.Unlock()
 }
 
@@ -109,12 +169,18 @@ func (s *sniffer) Read(p []byte) (int, error) {
 			PromptFeedback *struct {
 				BlockReason string `json:"blockReason"`
 			} `json:"promptFeedback"`
+			Status            string `json:"status"`
+			IncompleteDetails *struct {
+				Reason string `json:"reason"`
+			} `json:"incomplete_details"`
 		}
 		if json.Unmarshal(s.buf, &top) == nil {
 			ev := bodyEvidence{read: true, candidates: len(top.Candidates)}
 			if top.PromptFeedback != nil {
 				ev.blockReason = top.PromptFeedback.BlockReason
 			}
+			ev.filter = top.Status == "incomplete" && top.IncompleteDetails != nil &&
+				top.IncompleteDetails.Reason == "content_filter"
 			s.rec.recordBody(ev)
 		}
 		s.buf = nil
@@ -154,9 +220,18 @@ var (
 // client that does not remove the tag would carry it to the model's API. If a tagged
 // request still finishes without passing through a transport of this package, f
 // stops tagging and logs an error.
+//
+// The transport finds the attempt of a request in three ways, so any client is
+// recognised: the attempt in the request's context (the Failover's own
+// attempts), the context of adk's model call when the client passes it on
+// unchanged or when the model is wrapped with [CallScoped], and the tag header
+// (genai's clients, whatever their context).
 func (f *Failover) Transport(base http.RoundTripper) http.RoundTripper {
 	taggers.Store(f, struct{}{})
-	return NewTransport(base)
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &transport{base: base, f: f}
 }
 
 // tag registers rec under a new attempt id and returns the id, or "" when the
@@ -210,10 +285,24 @@ func NewTransport(base http.RoundTripper) http.RoundTripper {
 	return &transport{base: base}
 }
 
-type transport struct{ base http.RoundTripper }
+// transport is NewTransport's and Failover.Transport's RoundTripper; f is the
+// Failover whose callbacks' calls it recognises by adk's context (nil for
+// NewTransport).
+type transport struct {
+	base http.RoundTripper
+	f    *Failover
+}
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rec, _ := req.Context().Value(recorderKey{}).(*recorder)
+	if rec == nil && t.f != nil {
+		if key, ok := adkCallKey(req.Context()); ok {
+			if pc := t.f.pending.peek(key); pc != nil {
+				rec = pc.rec
+				rec.tagged.Store(true)
+			}
+		}
+	}
 	if id := req.Header.Get(attemptHeader); id != "" {
 		if v, ok := tagged.Load(id); ok {
 			tr := v.(*recorder)
@@ -226,8 +315,19 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Del(attemptHeader)
 	}
+	if rec != nil && !rec.beginSend() {
+		// An SDK re-sends a request whose attempt already failed: the failover,
+		// not the SDK, decides whether and where to try again.
+		if rec.f != nil {
+			rec.f.refused.Add(1)
+		}
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return localAnswer(req, localRetryRefused), nil
+	}
 	var w *watchdog
-	if rec != nil && (rec.bounds.first > 0 || rec.bounds.gap > 0) {
+	if rec != nil && rec.bounds.any() {
 		var actx context.Context
 		actx, w = rec.bounds.watch(req.Context())
 		rec.mu.Lock()
@@ -244,12 +344,30 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body = &boundedBody{ReadCloser: resp.Body, w: w, sse: sse}
 		}
 	}
+	if rec != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		rec.endSend(status, err)
+	}
 	if rec != nil && resp != nil {
 		rec.record(resp)
-		if resp.StatusCode == http.StatusOK && resp.Body != nil &&
-			strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		ct := resp.Header.Get("Content-Type")
+		switch {
+		case resp.StatusCode >= 400:
+			// Tell a Stainless SDK (openai-go) not to retry: it would sleep first.
+			resp.Header.Set(headerShouldRetry, "false")
+		case resp.StatusCode == http.StatusOK && resp.Body != nil && strings.HasPrefix(ct, "application/json"):
 			resp.Body = &sniffer{ReadCloser: resp.Body, rec: rec}
+		case resp.StatusCode == http.StatusOK && resp.Body != nil && strings.HasPrefix(ct, "text/event-stream"):
+			resp.Body = &sseSniffer{ReadCloser: resp.Body, rec: rec}
 		}
+	}
+	if rec != nil && err != nil && req.Header.Get(headerStainless) != "" {
+		// openai-go retries a transport error after a sleep no clock controls;
+		// a local answer it does not retry ends the attempt now, judged on err.
+		return localAnswer(req, localSendFailed), nil
 	}
 	return resp, err
 }
