@@ -119,6 +119,16 @@ func Classify(in Input) Classification {
 func evidence(in Input) Classification {
 	if in.Err != nil {
 		c := classifyError(in.Err)
+		if c.Class == ClassUnclassified && in.StatusCode == 0 {
+			// A provider SDK's error that carries the answer's status
+			// (statuserror.go): the status decides, as if a transport saw it.
+			if code, h, ok := errorStatus(in.Err); ok {
+				in.StatusCode = code
+				if in.Header == nil {
+					in.Header = h
+				}
+			}
+		}
 		if c.Class == ClassUnclassified {
 			// An opaque error ("unexpected response") says less than the
 			// status or the result map that came with it.

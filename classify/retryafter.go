@@ -51,10 +51,16 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	return d, true
 }
 
-// retryAfterHeader reads the Retry-After header, if any.
+// retryAfterHeader reads the Retry-After-Ms header (milliseconds, sent by
+// OpenAI-compatible APIs and preferred by their SDKs), else Retry-After.
 func retryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
 	if h == nil {
 		return 0, false
+	}
+	if ms := h.Get("Retry-After-Ms"); ms != "" {
+		if d, ok := retryAfterMillis(ms); ok {
+			return d, true
+		}
 	}
 	v := h.Get("Retry-After")
 	if v == "" {
@@ -167,4 +173,14 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// retryAfterMillis parses Retry-After-Ms: a non-negative count of milliseconds,
+// possibly with a fraction, up to the same bound as Retry-After's seconds.
+func retryAfterMillis(v string) (time.Duration, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 || math.IsNaN(f) || f >= float64(math.MaxInt64/int64(time.Millisecond)) {
+		return 0, false
+	}
+	return time.Duration(f * float64(time.Millisecond)), true
 }
