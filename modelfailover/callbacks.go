@@ -82,6 +82,17 @@ func (pt *pendingTable) peek(key string) *pendingCall {
 	return pt.calls[key]
 }
 
+// takeIf removes pc if it is still the call pending under key.
+func (pt *pendingTable) takeIf(key string, pc *pendingCall) bool {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pt.calls[key] != pc {
+		return false
+	}
+	delete(pt.calls, key)
+	return true
+}
+
 func (pt *pendingTable) take(key string) *pendingCall {
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
@@ -183,7 +194,21 @@ func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Perm
 		req.Config = &cfg
 	}
 	pc := &pendingCall{ctx: ctx, r: r, p: p, probe: p.IsProbe(), rec: rec, tag: id, t: t, since: f.clk.Now()}
+	rec.settleEmpty = func() { f.settleFiltered(key, pc) }
 	f.release(f.pending.put(key, pc, pc.since))
+}
+
+// settleFiltered ends a call of the agent's own model whose stream a content
+// filter stopped before any output: openaimodel then yields nothing, so neither
+// AfterModel nor OnModelError runs. The endpoint worked (a healthy safety_block).
+func (f *Failover) settleFiltered(key string, pc *pendingCall) {
+	if !f.pending.takeIf(key, pc) {
+		return // a callback already has it
+	}
+	f.untag(pc.ctx, pc)
+	c := filtered(classify.ForClass(classify.ClassUnclassified), pc.rec)
+	f.report(pc.r, &pc.p, c)
+	f.finish(pc.ctx, pc.t, pc.r, servedBy(pc.r), c.Class, pc.probe)
 }
 
 // inline calls a fallback's own LLM from inside a callback, not streamed.

@@ -62,6 +62,7 @@ func (s *sseSniffer) event(line []byte) {
 			IncompleteDetails *struct {
 				Reason string `json:"reason"`
 			} `json:"incomplete_details"`
+			Output []json.RawMessage `json:"output"`
 		} `json:"response"`
 	}
 	if json.Unmarshal(data, &ev) != nil || ev.Type != "response.incomplete" {
@@ -70,6 +71,12 @@ func (s *sseSniffer) event(line []byte) {
 	if d := ev.Response.IncompleteDetails; d != nil && d.Reason == "content_filter" {
 		s.rec.mu.Lock()
 		s.rec.filtered = true
+		settle := s.rec.settleEmpty
 		s.rec.mu.Unlock()
+		if len(ev.Response.Output) == 0 && settle != nil {
+			// openaimodel ends such a stream without any response, so no
+			// callback will ever see this call: the transport settles it.
+			settle()
+		}
 	}
 }

@@ -49,6 +49,9 @@ type recorder struct {
 	// stopped by a content filter.
 	filtered bool
 	f        *Failover // counts refused sends; nil when no Failover made the recorder
+	// settleEmpty, set by the callbacks for the agent's own model call, settles
+	// that call when its stream was filtered with no output (no callback runs then).
+	settleEmpty func()
 }
 
 // beginSend reports whether a send of the attempt may leave: not when an
