@@ -189,6 +189,11 @@ func (f *Failover) classify(ctx, actx context.Context, err error, rec *recorder)
 		// error on (so that the SDK would not retry it): judge the real error.
 		err = sendErr
 	}
+	if status >= 400 && rec.refusedAny() {
+		// The SDK re-sent and got the transport's local answer: its error
+		// describes that answer. Judge the endpoint's own, which the transport saw.
+		err = nil
+	}
 	in := classify.Input{Context: ctx, Err: err, Now: f.clk.Now()}
 	if status >= 400 {
 		in.StatusCode = status

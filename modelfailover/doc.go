@@ -47,6 +47,23 @@
 //     the answer is read by [NewTransport]; without it such an answer counts as
 //     an unclassified failure, a blocked prompt included.
 //
+// # Any model, and retries owned by the failover
+//
+// A route's LLM can be any model.LLM: Gemini through genai, an OpenAI-compatible
+// endpoint through adk-go's model/openaimodel (build it with the
+// modelfailover/openairoute package), or a model of your own over net/http. Put
+// [NewTransport] (for the agent's own model under the callbacks,
+// [Failover.Transport]) on each one's HTTP client; the transport knows each
+// request's attempt from its context, so no SDK has to carry a header for it.
+// The failover owns model retries: an attempt that a route's breaker admitted
+// sends one request, and trying again means the next route, never the SDK's own
+// back-off (genai's RetryOptions are pinned off per request; openai-go is told
+// not to retry a failed answer; any re-send within a failed attempt is refused
+// in the process and counted in [Stats]). An error carrying an HTTP status (such
+// as openai-go's *openai.Error) is classified by that status even without the
+// transport (classify.HTTPStatusError), and an OpenAI answer stopped by a content
+// filter is a safety block.
+//
 // When every breaker refuses, the call is answered with a short, honest message
 // that the assistant is temporarily unable to answer, and no model is called.
 //

@@ -43,6 +43,7 @@ type recorder struct {
 	// answer or a failed one, and any later send is refused; sendErr is the
 	// transport error of a send answered locally instead.
 	sends   int
+	refused int
 	failed  bool
 	sendErr error
 	// filtered: a 200 answer of the OpenAI Responses API said its output was
@@ -89,6 +90,17 @@ func (r *recorder) sendError() error {
 		return nil
 	}
 	return r.sendErr
+}
+
+// refusedAny reports whether the transport refused a re-send of the attempt:
+// the SDK's error then describes the local answer, not the endpoint's.
+func (r *recorder) refusedAny() bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused > 0
 }
 
 func (r *recorder) contentFiltered() bool {
@@ -270,10 +282,14 @@ func untag(id string) {
 	}
 }
 
-// NewTransport wraps base (nil means http.DefaultTransport) so that the Retry-After
-// header of a model's HTTP response reaches the failover logic, which then keeps
-// the route's breaker open at least that long. Put it on the HTTP client of every
-// genai.ClientConfig used by a route:
+// NewTransport wraps base (nil means http.DefaultTransport) so that the status and
+// headers of a model's HTTP answer (Retry-After, Retry-After-Ms) reach the failover
+// logic, which then keeps the route's breaker open at least that long, and so that
+// each attempt sends one request: the failover owns retries (an SDK is told not to
+// retry a failed answer, and a re-send within a failed attempt is refused in the
+// process and counted in [Stats].RefusedRetries). Put it on the HTTP client of
+// every route's model, whatever its SDK (genai, openai-go through
+// modelfailover/openairoute, or any model.LLM over net/http):
 //
 //	cfg := &genai.ClientConfig{APIKey: key, HTTPClient: &http.Client{
 //		Transport: modelfailover.NewTransport(http.DefaultTransport)}}
@@ -321,6 +337,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rec != nil && !rec.beginSend() {
 		// An SDK re-sends a request whose attempt already failed: the failover,
 		// not the SDK, decides whether and where to try again.
+		rec.mu.Lock()
+		rec.refused++
+		rec.mu.Unlock()
 		if rec.f != nil {
 			rec.f.refused.Add(1)
 		}

@@ -361,3 +361,7 @@ func (c *timerClock) waitArmed(t *testing.T, n int) {
 		c.cond.Wait()
 	}
 }
+
+func request() *model.LLMRequest {
+	return &model.LLMRequest{Contents: genai.Text("Hi")}
+}
