@@ -50,6 +50,7 @@ commands:
   simulate   replay an outage in virtual time through agentbreaker and the strategies it replaces
   replay     run recorded calls (slog JSON or CSV) through a policy; -sweep tries a grid of thresholds
   lint       check dependency files (YAML or JSON) and their layered timeouts
+  model-retries  a failing OpenAI-compatible route: openai-go's own retries against the failover's
 
 Run "agentbreaker <command> -h" for a command's flags.
 `
@@ -68,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = replay(args[1:], stdout, stderr)
 	case "lint":
 		err = lint(args[1:], stdout, stderr)
+	case "model-retries":
+		err = modelRetries(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
