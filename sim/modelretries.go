@@ -279,4 +279,3 @@ func WriteModelRetries(w io.Writer, s ModelRetries, rows []ModelRetriesRow) erro
 }
 
 func round(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
-
