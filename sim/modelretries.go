@@ -58,15 +58,15 @@ var ModelRetriesPolicy = breaker.Policy{MinimumCalls: 5, Window: time.Minute, Co
 type ModelRetriesRow struct {
 	Name        string        `json:"name"`
 	Turns       int           `json:"turns"`
-	Attempts    int           `json:"attempts"`     // logical calls the primary's breaker admitted
-	Requests    int           `json:"requests"`     // requests that reached the primary
-	PerAttempt  float64       `json:"per_attempt"`  // Requests / Attempts
-	Answered    int           `json:"answered"`     // turns that got an answer
-	Fallback    int           `json:"fallback"`     // of them, answered by the fallback
-	Deadline    int           `json:"deadline"`     // turns that ended on the caller's deadline
-	Slept       time.Duration `json:"slept_ns"`     // time spent in SDK sleeps, all turns
-	MaxTurnTime time.Duration `json:"max_turn_ns"`  // the longest turn
-	OpenAt      time.Duration `json:"reopen_floor"` // the primary's RetryAfter when the run ends
+	Attempts    int           `json:"attempts"`    // logical calls the primary's breaker admitted
+	Requests    int           `json:"requests"`    // requests that reached the primary
+	PerAttempt  float64       `json:"per_attempt"` // Requests / Attempts
+	Answered    int           `json:"answered"`    // turns that got an answer
+	Fallback    int           `json:"fallback"`    // of them, answered by the fallback
+	Deadline    int           `json:"deadline"`    // turns that ended on the caller's deadline
+	Slept       time.Duration `json:"slept_ns"`    // time spent in SDK sleeps, all turns
+	MaxTurnTime time.Duration `json:"max_turn_ns"` // the longest turn
+	OpenAt      time.Duration `json:"reopen_ns"`   // the primary's RetryAfter when the run ends
 }
 
 // Names of the rows.
