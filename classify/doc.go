@@ -58,7 +58,9 @@
 //  1. FAILED_BEFORE_SEND or FAILED is kept when the evidence proves it.
 //  2. ConfigFault is set.
 //  3. An error no rule recognises gives way to a failing status code or an
-//     in-band failure that came with it.
+//     in-band failure that came with it, or to the status the error itself
+//     carries: an [HTTPStatusError], or a Stainless SDK's API error (openai-go's
+//     *openai.Error) read by its shape, with its Retry-After-Ms or Retry-After.
 //
 // For a [genai.APIError] the status name wins over the code:
 // RESOURCE_EXHAUSTED is http_429 and UNAVAILABLE is a Failed http_5xx, both
@@ -80,7 +82,8 @@
 //   - a Go error built with [StatusError], [NotFound], [InvalidInput] or
 //     [UpstreamFailure], returned as is or wrapped with %w anywhere in the chain;
 //   - an error from the httptransport package (its classification travels with it),
-//     a [genai.APIError], or the network and context errors in the table above;
+//     a [genai.APIError], an error carrying its HTTP status ([HTTPStatusError], or
+//     openai-go's *openai.Error), or the network and context errors in the table above;
 //   - Input.StatusCode, when the caller has the HTTP response;
 //   - a result map reporting failure in-band, read by [ToolResult]: a numeric
 //     "status_code" (or "statusCode", "http_status", or "code"/"status" inside a failing
