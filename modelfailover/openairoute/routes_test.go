@@ -213,3 +213,24 @@ func TestContentFilterIsASafetyBlock(t *testing.T) {
 		})
 	}
 }
+
+// A connection cut before any answer: openai-go would retry it twice after
+// sleeps on the system clock. One request per attempt, and the call fails over.
+func TestOpenAIRouteCutConnectionSendsOneRequestPerAttempt(t *testing.T) {
+	each(t, func(t *testing.T, p path, c client, stream bool) {
+		h := newHarness(t, setup{openaiFirst: true, client: c, path: p})
+		require.NoError(t, h.oai.Fail(openaifake.Failure{Abort: true}))
+		for i := range 2 {
+			res := h.turn(t.Context(), stream)
+			require.NoError(t, res.err, "turn %d", i)
+			require.Equal(t, "answer from gemini", res.final, "turn %d", i)
+			cause := h.calls.last(t).FallbackCause
+			require.NotEqual(t, modelfailover.CauseBreakerOpen, cause)
+			require.NotEqual(t, modelfailover.Cause(classify.ClassUnclassified), cause)
+		}
+		require.Equal(t, 2, h.oai.Requests())
+		require.Equal(t, []string{"0", "0"}, h.oai.RetryCounts())
+		require.Zero(t, h.f.Stats().RefusedRetries, "openai-go tried a re-send (after a real sleep)")
+		require.Equal(t, breaker.Open, h.openaiBreaker().State())
+	})
+}
