@@ -61,6 +61,8 @@ type Callbacks struct {
 	lastClass sync.Map // dependency key -> classify.Class of its last counted failure
 	holds     holds    // server-stated delays per dependency (hold.go)
 
+	configFaults sync.Map // configFaultKey -> struct{}: faults already logged (configfault.go)
+
 	inFlight  atomic.Int64
 	orphans   atomic.Int64
 	panics    atomic.Int64

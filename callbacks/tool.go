@@ -452,6 +452,9 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 	if cls.Verdict == classify.Counts {
 		c.lastClass.Store(cl.dep, cls.Class)
 	}
+	if cls.ConfigFault {
+		c.noteConfigFault(ctx, inv, cl, cls)
+	}
 	if kind == 0 {
 		return
 	}
