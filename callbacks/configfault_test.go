@@ -1,14 +1,12 @@
 package callbacks_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,6 +21,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/syncbuf"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
@@ -61,12 +60,12 @@ func quickStartTool(t *testing.T, api string) tool.Tool {
 // the function responses the model read.
 func runQuickStartTurns(t *testing.T, api string, n int) (*breaker.Breaker, string, []map[string]any) {
 	t.Helper()
-	var logs syncBuffer
+	logs := &syncbuf.Buffer{}
 	deps := dependencymap.MustNew(dependencymap.Config{Dependencies: map[string]dependencymap.Dependency{
 		"weather-api": {Tools: []string{"get_weather"}},
 	}})
 	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{
-		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}})
 	m := breakertest.MustNewModel(breakertest.ModelConfig{Repeat: true, Steps: []breakertest.Step{
 		breakertest.Call("get_weather", map[string]any{"city": "Paris"}), breakertest.Text("done"),
@@ -136,22 +135,4 @@ func TestUnreachableAPIStillOpensTheBreaker(t *testing.T) {
 	require.Equal(t, breaker.Open, b.State())
 	require.Equal(t, payloads.TypeUnavailable, seen[len(seen)-1]["response_type"])
 	require.NotContains(t, logs, "config_fault")
-}
-
-// syncBuffer is a bytes.Buffer that tool goroutines may log into while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
