@@ -113,3 +113,16 @@ func TestRequestConfigCauseIsFixedText(t *testing.T) {
 		require.False(t, strings.Contains(cause, part), "cause %q quotes %q", cause, part)
 	}
 }
+
+// The Quick start's tool with WEATHER_API_URL never set sends "?city=Paris": net/http
+// refuses it before any connection, and the error says so.
+func ExampleRequestConfigCause() {
+	_, err := http.Get("" + "?city=Paris")
+	cause, ok := classify.RequestConfigCause(err)
+	fmt.Println(ok, cause)
+	c := classify.Error(context.Background(), err)
+	fmt.Println(c.Class, c.Outcome, c.Verdict, c.ConfigFault)
+	// Output:
+	// true the request URL has no scheme (is its base URL set?)
+	// request_config FAILED_BEFORE_SEND neutral true
+}
