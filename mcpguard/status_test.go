@@ -7,7 +7,9 @@ package mcpguard_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/oauth2"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
@@ -247,4 +250,36 @@ func TestMCPListingStatusIsClassified(t *testing.T) {
 	require.Equal(t, int64(1), r.ts.Stats().ListFailures)
 	require.Contains(t, logs.String(), `"error_class":"http_5xx"`)
 	require.NotContains(t, logs.String(), "zq9")
+}
+
+// recordingOAuth is an OAuthHandler that has no token and records what it was asked
+// to authorize.
+type recordingOAuth struct {
+	mu       sync.Mutex
+	statuses []int
+}
+
+func (h *recordingOAuth) TokenSource(context.Context) (oauth2.TokenSource, error) { return nil, nil }
+
+func (h *recordingOAuth) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.statuses = append(h.statuses, resp.StatusCode)
+	return errors.New("no authorization in this test")
+}
+
+// TestMCPAuthStatusIsTheOAuthHandlersWhenOneIsSet: with an OAuthHandler on the
+// transport, a 401 is the SDK's to answer by authorizing, so the guard hands it on.
+func TestMCPAuthStatusIsTheOAuthHandlersWhenOneIsSet(t *testing.T) {
+	t.Parallel()
+	front, _ := newStatusFront(t)
+	front.answer("tools/call", http.StatusUnauthorized, "")
+	h := &recordingOAuth{}
+	r := newRig(t, rigConfig{then: oneCallPerTurn(order()), guard: func(c *mcpguard.Config) {
+		c.Toolset.Transport = &mcp.StreamableClientTransport{Endpoint: front.url, OAuthHandler: h}
+	}})
+	r.turn()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Equal(t, []int{http.StatusUnauthorized}, h.statuses, "the SDK's OAuthHandler saw the 401")
 }
