@@ -3,6 +3,7 @@ package callbacks_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
@@ -135,4 +137,34 @@ func TestUnreachableAPIStillOpensTheBreaker(t *testing.T) {
 	require.Equal(t, breaker.Open, b.State())
 	require.Equal(t, payloads.TypeUnavailable, seen[len(seen)-1]["response_type"])
 	require.NotContains(t, logs, "config_fault")
+}
+
+// TestMisconfiguredURLParallelCallsLogOnce: ten calls of one model response run on ten
+// goroutines (adk-go's fan-out) and fail the same way at once; one record is written.
+func TestMisconfiguredURLParallelCallsLogOnce(t *testing.T) {
+	t.Parallel()
+	logs := &syncbuf.Buffer{}
+	deps := dependencymap.MustNew(dependencymap.Config{Dependencies: map[string]dependencymap.Dependency{
+		"weather-api": {Tools: []string{"get_weather"}},
+	}})
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+	}})
+	var calls []*genai.FunctionCall
+	for i := range 10 {
+		calls = append(calls, &genai.FunctionCall{ID: fmt.Sprintf("c%d", i), Name: "get_weather", Args: map[string]any{"city": "Paris"}})
+	}
+	m := breakertest.MustNewModel(breakertest.ModelConfig{Steps: []breakertest.Step{breakertest.Calls(calls...), breakertest.Text("done")}})
+	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: []tool.Tool{quickStartTool(t, "")}, Mode: llmagent.ModeChat})
+	require.NoError(t, err)
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: []*plugin.Plugin{guard.Plugin()}})
+	sid, err := h.NewSession(context.Background())
+	require.NoError(t, err)
+	turn, err := h.Run(context.Background(), sid, "weather ten times")
+	require.NoError(t, err)
+	require.Len(t, turn.FunctionResponses(), 10)
+	for _, r := range turn.FunctionResponses() {
+		require.Equal(t, string(classify.ClassRequestConfig), r.Response["error_class"])
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), `"event":"config_fault"`), "%s", logs.String())
 }
