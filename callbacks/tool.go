@@ -118,7 +118,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			}
 			if !th.Throttle.AllowDraw(pr, inv.draw) {
 				permit.Ignore() // never sent: the breaker learns nothing from it
-				return c.shed(ctx, inv, name, dep, b, pr, args), nil
+				return c.shed(ctx, inv, name, dep, b, th.Throttle, pr, args), nil
 			}
 		}
 		var slot *bulkhead.Bulkhead
