@@ -111,7 +111,7 @@ func TestARefusalWhileWaitingForAProbeStatesNoZeroDelay(t *testing.T) {
 	// refusal says so.
 	p := probe.MustNew(probe.Config{Clock: f.Clock, Logger: slog.New(slog.DiscardHandler),
 		AfterFunc: func(time.Duration, func()) func() bool { return func() bool { return true } },
-		Checks: []probe.Check{{Breaker: b, Func: func(context.Context) error { return errors.New("connection refused") }}}})
+		Checks:    []probe.Check{{Breaker: b, Func: func(context.Context) error { return errors.New("connection refused") }}}})
 	defer p.Close()
 	next := p.ProbeDue(t.Context())
 	require.Equal(t, breaker.Open, b.State())

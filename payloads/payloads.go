@@ -130,11 +130,11 @@ func defaultClass(c, def classify.Class) classify.Class {
 
 func build(kind, status string, class classify.Class, reason string, in Info) map[string]any {
 	m := map[string]any{
-		KeyResponseType:      kind,
-		KeyStatus:            status,
-		KeyDependency:        cleanName(in.Dependency),
-		KeyErrorClass:        string(class),
-		KeyRetryAdvised:      false,
+		KeyResponseType: kind,
+		KeyStatus:       status,
+		KeyDependency:   cleanName(in.Dependency),
+		KeyErrorClass:   string(class),
+		KeyRetryAdvised: false,
 	}
 	if in.Tool != "" {
 		m[KeyTool] = cleanName(in.Tool)
