@@ -118,7 +118,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			}
 			if !th.Throttle.AllowDraw(pr, inv.draw) {
 				permit.Ignore() // never sent: the breaker learns nothing from it
-				return c.shed(ctx, inv, name, dep, b, pr, args), nil
+				return c.shed(ctx, inv, name, dep, b, th.Throttle, pr, args), nil
 			}
 		}
 		var slot *bulkhead.Bulkhead
@@ -368,8 +368,8 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 			}
 			sent = true
 		}
-		if cls.Outcome == classify.Succeeded && c.cfg.Cache != nil {
-			c.cfg.Cache.Put(cl.tool, args, result)
+		if cls.Outcome == classify.Succeeded && c.cfg.Guidance.Cache != nil {
+			c.cfg.Guidance.Cache.Put(cl.tool, args, result)
 		}
 		c.settle(ctx, inv, cl, cls, text, kind, sent)
 		in := boundaryInput{cl: cl, args: args, cls: cls, sent: sent, result: result, toolErr: toolErr}
@@ -475,7 +475,7 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 		Outcome: cls.Outcome, Class: cls.Class, Verdict: cls.Verdict, BreakerState: cl.breaker.State(),
 		PolicyVersion: cl.breaker.Policy().Version, Elapsed: time.Duration(max(now-cl.start, 0)), StatusCode: cls.StatusCode}
 	if text != "" {
-		e.Upstream = c.cfg.Redaction.Redactor.Fingerprint(text)
+		e.Upstream = c.cfg.Guidance.Redaction.Redactor.Fingerprint(text)
 	}
 	if text != "" {
 		c.emit(ctx, e, level, msg, c.upstreamAttr(text))
