@@ -8,6 +8,8 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/redact"
+	"github.com/agentbreaker/agentbreaker/retry"
 )
 
 // Hops: a sub-agent called as a tool (AgentTool) runs in a nested runner, so each of
@@ -135,4 +137,48 @@ func (c *Callbacks) markInner(ctx agent.Context, sc *scope) {
 // and neutral, since the inner call's breaker has already judged it.
 func innerClassification(f *innerFailure) classify.Classification {
 	return classify.Classification{Outcome: classify.Failed, Class: f.class, Verdict: classify.Neutral, Retryable: f.retryable}
+}
+
+// RetryRefused returns why repeating a failed call of tool with args, in the
+// invocation with ID invocationID, would be refused now, or "" when it may go. It
+// charges and records nothing. The reasons:
+//
+//   - retry.ReasonBreakerOpen: the tool's breaker refuses calls (open, half-open or
+//     forced open). A repeat would be answered locally; the probe is left to a call
+//     that is not a repeat.
+//   - retry.ReasonUnknownOutcome: the tool is in Config.SideEffects.MutatingTools and
+//     its last attempt ended UNKNOWN (it may have been applied).
+//   - with Config.SideEffects.Retry, any reason the call's operation would refuse its
+//     next attempt for: its attempts, deadline or the dependency's retry budget are
+//     spent (retry.ReasonBudgetExhausted), or it ended otherwise.
+//
+// A scheduler that repeats calls itself (adk-go's workflow retries, package
+// workflowguard) asks it before each repeat, so that its retries obey the same rules
+// as the model's re-issues.
+func (c *Callbacks) RetryRefused(invocationID, tool string, args map[string]any) retry.Reason {
+	name := redact.RepairName(tool)
+	if b, err := c.deps.ForTool(name); err == nil && b != nil && !b.State().Admits() {
+		return retry.ReasonBreakerOpen
+	}
+	r := c.cfg.SideEffects.Retry
+	if r == nil {
+		return ""
+	}
+	key, err := retry.OperationKey(name, args)
+	if err != nil {
+		return ""
+	}
+	run := r.Tracked(invocationID, key)
+	if run == nil {
+		return ""
+	}
+	if c.mutating[name] && run.Result().Last.Outcome == classify.Unknown {
+		return retry.ReasonUnknownOutcome
+	}
+	switch why := run.NextRefusal(); why {
+	case retry.ReasonSucceeded, retry.ReasonInFlight:
+		return "" // a success makes the next call new work; in flight: nothing to repeat yet
+	default:
+		return why
+	}
 }
