@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/workflowguard"
@@ -294,4 +296,59 @@ func TestShouldRetryAsksTheBreaker(t *testing.T) {
 	require.False(t, workflowguard.ShouldRetry(func(error) bool { return false })(failure), "the node's own predicate still decides")
 	require.False(t, should(workflow.ErrInputValidation), "adk-go's default")
 	require.True(t, should(errors.New("other")))
+}
+
+// Found 2's second case: the tool's HTTP client on httptransport, which refuses the
+// request itself while the breaker is open. Through the guarded node the refusal is a
+// node result, not five local retries and a failed run: no request, and the run reports.
+func TestTransportRefusalIsAResultNotANodeRetry(t *testing.T) {
+	t.Parallel()
+	srv := breakertest.NewServer(t)
+	srv.Set(breakertest.Status(http.StatusServiceUnavailable))
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	clk := clock.NewFake(start)
+	deps := dependencymap.MustNew(dependencymap.Config{Clock: clk, Dependencies: map[string]dependencymap.Dependency{
+		"crm": {Hosts: []string{u.Host}, Policy: policy},
+	}})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk})
+	tries := &countingTransport{next: httptransport.MustNew(httptransport.Config{Map: deps, Clock: clk})}
+	client := &http.Client{Transport: tries}
+	lookup, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{Name: "crm_lookup", URL: srv.URL, Client: client, TypedErrors: true})
+	require.NoError(t, err)
+	n := workflowguard.MustNew(workflowguard.Config{Callbacks: cb, Tool: lookup,
+		Node: workflow.NodeConfig{RetryConfig: &workflow.RetryConfig{MaxAttempts: 5}}})
+	var reports atomic.Int64
+	prep := workflow.NewFunctionNode("prep", func(agent.Context, any) (map[string]any, error) {
+		return map[string]any{"query": "acme"}, nil
+	}, workflow.NodeConfig{})
+	report := workflow.NewFunctionNode("report", func(agent.Context, map[string]any) (string, error) {
+		reports.Add(1)
+		return "report", nil
+	}, workflow.NodeConfig{})
+	root, err := workflowagent.New(workflowagent.Config{Name: "pipeline", Edges: workflow.Chain(workflow.Start, prep, n, report)})
+	require.NoError(t, err)
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: root, Plugins: []*plugin.Plugin{cb.Plugin()}})
+	b, _ := deps.Get("crm")
+	b.ForceOpen("test")
+	for range 3 {
+		sid, err := h.NewSession(context.Background())
+		require.NoError(t, err)
+		_, err = h.Run(context.Background(), sid, "report on acme")
+		require.NoError(t, err)
+	}
+	require.Zero(t, srv.Requests())
+	require.Equal(t, int64(3), tries.n.Load(), "one try per run: the transport's refusal is not retried")
+	require.Equal(t, int64(3), reports.Load(), "every run reached its report")
+}
+
+// countingTransport counts the round trips the tool's client asks for.
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
 }

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/adk/v2/workflow"
 
 	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
@@ -45,13 +46,19 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // RetryRefused returns why a retry of the failed call would be refused now, or "" when
-// it may go: retry.ReasonBreakerOpen while the dependency's breaker refuses calls,
+// it may go: retry.ReasonBreakerOpen while the dependency's breaker refuses calls or
+// when a breaker below the tool refused this call (class breaker_open),
 // retry.ReasonUnknownOutcome after an UNKNOWN outcome of a mutation, and the reason
 // the call's operation gives when its attempts, deadline or retry budget are spent
 // (callbacks.Callbacks.RetryRefused). It charges nothing.
 func (e *Error) RetryRefused() retry.Reason {
 	if e.unknownMutation {
 		return retry.ReasonUnknownOutcome
+	}
+	if e.Class == string(classify.ClassBreakerOpen) {
+		// A breaker below the tool refused the call (an httptransport client's): the
+		// tool's own breaker does not know, and a retry now would be refused again.
+		return retry.ReasonBreakerOpen
 	}
 	if e.cb == nil {
 		return ""
