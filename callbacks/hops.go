@@ -96,13 +96,16 @@ func (s *scopedTool) guards(dep string) bool {
 // transparentAllow admits an agent tool's call on a dependency its inner calls guard:
 // as an ordinary call while the breaker admits calls, refused while it is open, and
 // let through without a permit where Allow would hand it the probe, so that the inner
-// call takes the probe and its outcome decides.
+// call takes the probe and its outcome decides. It allocates nothing while the breaker
+// is closed.
 func transparentAllow(b *breaker.Breaker) (breaker.Permit, error) {
 	p, err := b.AllowNoProbe()
 	if err == nil {
 		return p, nil
 	}
-	if oe, ok := err.(*breaker.OpenError); ok && oe.WaitsForProbe {
+	if oe, ok := err.(*breaker.OpenError); ok && oe.WaitsForProbe && !b.HasProber() {
+		// With a prober attached the probe is the prober's and the inner call would be
+		// refused as well: refusing here spares the sub-agent's model a turn.
 		return breaker.Permit{}, nil
 	}
 	return p, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -351,4 +352,36 @@ type countingTransport struct {
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return c.next.RoundTrip(r)
+}
+
+// One node runs in many invocations at once (each its own session): every run is
+// answered, the breaker sees every call once and gives every permit back.
+func TestConcurrentRuns(t *testing.T) {
+	t.Parallel()
+	g := newGraph(t, graphConfig{guarded: true, maxAttempts: 3, retrier: true, plugin: true})
+	const runs = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, runs)
+	for range runs {
+		wg.Go(func() {
+			sid, err := g.h.NewSession(context.Background())
+			if err == nil {
+				_, err = g.h.Run(context.Background(), sid, "report on acme")
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(runs), g.reports.Load())
+	require.Zero(t, g.cb.Stats().InFlight)
+	require.Zero(t, g.cb.Stats().Invocations)
+	b, _ := g.deps.Get("crm")
+	// Each run's first attempt is sent unless the breaker refuses it; retries only
+	// within the budget: never more than two requests a run.
+	require.LessOrEqual(t, g.server.Requests(), int64(2*runs))
+	require.Equal(t, breaker.Open, b.State(), "the failures tripped it")
 }

@@ -105,10 +105,11 @@ func (g *guarded) retried(ctx agent.Context, args map[string]any, e *Error) bool
 		return false
 	}
 	failed := g.counts.fail(ctx, args)
-	if failed >= g.retry.MaxAttempts {
-		return false
+	if failed < g.retry.MaxAttempts {
+		e.retry = g.retry.ShouldRetry(e)
 	}
-	return g.retry.ShouldRetry(e)
+	e.decided = true
+	return e.retry
 }
 
 // attempts counts a node's failed activations per invocation and input, as adk-go's

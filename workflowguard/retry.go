@@ -32,6 +32,11 @@ type Error struct {
 	args            map[string]any
 	cb              *callbacks.Callbacks
 	unknownMutation bool
+	// decided is set by a node built with New: it asked the rules when the call
+	// failed, and retry is its answer. The scheduler's ShouldRetry returns the same, so
+	// the node and the scheduler cannot disagree when another run trips the breaker in
+	// between (a retry that finds the breaker open is answered with a payload).
+	decided, retry bool
 }
 
 func (e *Error) Error() string {
@@ -70,10 +75,17 @@ func (e *Error) RetryRefused() retry.Reason {
 // is retried only when [Error.RetryRefused] says nothing against it, and then, like
 // every other error, when next agrees (nil next: adk-go's default, which retries
 // everything but workflow.ErrInputValidation). New installs it on its node; use it
-// for a node of your own that returns an *Error.
+// for a node of your own that returns an *Error. A node built with New asks it when
+// the call fails (to know whether to return the *Error or the payload), and the
+// *Error carries that answer, which later calls return: the node and the scheduler
+// agree even when another run trips the breaker in between.
 func ShouldRetry(next func(error) bool) func(error) bool {
 	return func(err error) bool {
-		if e, ok := errors.AsType[*Error](err); ok && e.RetryRefused() != "" {
+		e, ok := errors.AsType[*Error](err)
+		if ok && e.decided {
+			return e.retry // the node asked these rules, and next, when the call failed
+		}
+		if ok && e.RetryRefused() != "" {
 			return false
 		}
 		if next != nil {
