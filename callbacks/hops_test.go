@@ -7,7 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
@@ -107,4 +110,58 @@ func TestAgentToolOnItsInnerDependencyLeavesTheProbeToTheInnerCall(t *testing.T)
 	require.Equal(t, int64(1), searches.Load(), "the inner call was the probe")
 	require.Equal(t, "researcher said: found it", turn.FinalText())
 	require.Equal(t, "closed", b.State().String(), "the probe's success closed it")
+}
+
+// Two different sub-agents called in one model response run on separate goroutines,
+// and each calls the same tool with the same arguments: one operation of the root run.
+// Under -race: the scope's records and the shared operation are safe. (One sub-agent
+// called twice in parallel races inside adk-go's runner; ADK-NOTES trap 31.)
+func TestParallelAgentToolsShareOneOperation(t *testing.T) {
+	t.Parallel()
+	var searches atomic.Int64
+	search := callbackstest.FnTool(t, "search", func(agent.Context, map[string]any) (map[string]any, error) {
+		searches.Add(1)
+		return nil, classify.StatusError(503, 0, "")
+	})
+	clk := clock.NewFake(replayStart)
+	r := retry.MustNew(retry.Config{Clock: clk, Sleeper: &retry.FakeSleeper{}, Budgets: retry.MustNewBudgets(retry.BudgetConfig{Clock: clk})})
+	deps := dependencymap.MustNew(dependencymap.Config{Clock: clk, Default: callbackstest.Policy,
+		Dependencies: map[string]dependencymap.Dependency{"search_api": {Tools: []string{"search"}}}})
+	cfg := callbacks.Config{Dependencies: deps, Clock: clk}
+	cfg.SideEffects.Retry = r
+	cb := callbacks.MustNew(cfg)
+	sub := func(name string) callbacks.AgentToolNode {
+		m := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(rq breakertest.Request) breakertest.Step {
+			if len(rq.FunctionResponses()) > 0 {
+				return breakertest.Text("no luck")
+			}
+			return breakertest.Call("search", map[string]any{"q": "acme"})
+		}})
+		return callbacks.AgentToolNode{Node: callbacks.Node{Config: llmagent.Config{Name: name, Description: "Searches.", Model: m, Tools: []tool.Tool{search}}}}
+	}
+	first := true
+	root := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(breakertest.Request) breakertest.Step {
+		if first {
+			first = false
+			return breakertest.Calls(
+				&genai.FunctionCall{Name: "researcher_a", Args: map[string]any{"request": "look"}},
+				&genai.FunctionCall{Name: "researcher_b", Args: map[string]any{"request": "look"}})
+		}
+		return breakertest.Text("done")
+	}})
+	a, err := cb.Build(callbacks.Node{Config: llmagent.Config{Name: "root", Model: root, Mode: llmagent.ModeChat},
+		AgentTools: []callbacks.AgentToolNode{sub("researcher_a"), sub("researcher_b")}})
+	require.NoError(t, err)
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: []*plugin.Plugin{cb.Plugin()}})
+	sid, err := h.NewSession(context.Background())
+	require.NoError(t, err)
+	_, err = h.Run(context.Background(), sid, "go")
+	require.NoError(t, err)
+	// The first search, and the second only as the operation's retry (the budget's
+	// floor), or refused as in flight while the first runs.
+	require.GreaterOrEqual(t, searches.Load(), int64(1))
+	require.LessOrEqual(t, searches.Load(), int64(2))
+	require.Zero(t, cb.Stats().InFlight)
+	require.Zero(t, cb.Stats().Invocations)
+	require.Zero(t, r.Tracking())
 }
