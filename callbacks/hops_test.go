@@ -165,3 +165,33 @@ func TestParallelAgentToolsShareOneOperation(t *testing.T) {
 	require.Zero(t, cb.Stats().Invocations)
 	require.Zero(t, r.Tracking())
 }
+
+// An agent tool under a root that agentbreaker does not see (no plugin, root not
+// instrumented) still forgets the operations its nested runs tracked under the root.
+func TestAgentToolUnderAnUnguardedRootForgetsItsOperations(t *testing.T) {
+	t.Parallel()
+	search := callbackstest.FnTool(t, "search", func(agent.Context, map[string]any) (map[string]any, error) {
+		return nil, classify.StatusError(503, 0, "")
+	})
+	clk := clock.NewFake(replayStart)
+	r := retry.MustNew(retry.Config{Clock: clk, Sleeper: &retry.FakeSleeper{}, Budgets: retry.MustNewBudgets(retry.BudgetConfig{Clock: clk})})
+	deps := dependencymap.MustNew(dependencymap.Config{Clock: clk, Default: callbackstest.Policy,
+		Dependencies: map[string]dependencymap.Dependency{"search_api": {Tools: []string{"search"}}}})
+	cfg := callbacks.Config{Dependencies: deps, Clock: clk}
+	cfg.SideEffects.Retry = r
+	cb := callbacks.MustNew(cfg)
+	_, _, node := researchTree(t, search)
+	sub, err := llmagent.New(cb.Instrument(node.AgentTools[0].Config))
+	require.NoError(t, err)
+	rootCfg := node.Config
+	rootCfg.Tools = []tool.Tool{cb.AgentTool(sub, nil)}
+	root, err := llmagent.New(rootCfg)
+	require.NoError(t, err)
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: root})
+	sid, err := h.NewSession(context.Background())
+	require.NoError(t, err)
+	_, err = h.Run(context.Background(), sid, "go")
+	require.NoError(t, err)
+	require.Zero(t, r.Tracking())
+	require.Zero(t, cb.Stats().Invocations)
+}

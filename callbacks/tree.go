@@ -141,6 +141,12 @@ func (s *scopedTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	}()
 	out, err := s.inner.Run(&scopedContext{Context: ctx, scope: sc}, args)
 	s.c.markInner(ctx, sc)
+	if r := s.c.cfg.SideEffects.Retry; r != nil && sc.parent == nil && s.c.invs.load(sc.root) == nil {
+		// The outer run keeps no state here (its agent is not instrumented and the
+		// plugin is not registered), so no end of run would forget the operations
+		// its nested runs tracked under it: forget them now.
+		r.Forget(sc.root)
+	}
 	return out, err
 }
 
