@@ -195,3 +195,43 @@ func TestAgentToolUnderAnUnguardedRootForgetsItsOperations(t *testing.T) {
 	require.Zero(t, r.Tracking())
 	require.Zero(t, cb.Stats().Invocations)
 }
+
+// A sub-agent reached by transfer_to_agent runs in the root's invocation: the runner
+// plugin guards its tools (docs/agents.md, "Transfer"), and transfer_to_agent itself
+// is exempt.
+func TestTransferTargetsToolsAreGuardedByThePlugin(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	update := callbackstest.FnTool(t, "crm_update", func(agent.Context, map[string]any) (map[string]any, error) {
+		runs.Add(1)
+		return nil, classify.StatusError(503, 0, "")
+	})
+	deps := dependencymap.MustNew(dependencymap.Config{Default: callbackstest.Policy,
+		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"crm_update"}}}})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps})
+	billingModel := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(r breakertest.Request) breakertest.Step {
+		if len(r.FunctionResponses()) > 0 {
+			return breakertest.Text("billing answered")
+		}
+		return breakertest.Call("crm_update", map[string]any{"id": "acme"})
+	}})
+	billing, err := llmagent.New(llmagent.Config{Name: "billing", Description: "Changes customer records.", Model: billingModel, Tools: []tool.Tool{update}})
+	require.NoError(t, err)
+	rootModel := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(breakertest.Request) breakertest.Step {
+		return breakertest.Call("transfer_to_agent", map[string]any{"agent_name": "billing"})
+	}})
+	root, err := llmagent.New(llmagent.Config{Name: "root", Model: rootModel, SubAgents: []agent.Agent{billing}})
+	require.NoError(t, err)
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: root, Plugins: []*plugin.Plugin{cb.Plugin()}})
+	for range 6 {
+		sid, err := h.NewSession(context.Background())
+		require.NoError(t, err)
+		_, err = h.Run(context.Background(), sid, "update acme")
+		require.NoError(t, err)
+	}
+	b, _ := deps.Get("crm")
+	require.Equal(t, "open", b.State().String(), "the transfer target's failures counted")
+	require.Equal(t, int64(callbackstest.Policy.MinimumCalls), runs.Load(), "then its calls were short-circuited")
+	_, guarded := deps.Get("transfer_to_agent")
+	require.False(t, guarded, "transfer_to_agent is a built-in: exempt")
+}
