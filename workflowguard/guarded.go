@@ -3,6 +3,7 @@ package workflowguard
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/tool"
@@ -118,8 +119,9 @@ func (g *guarded) retried(ctx agent.Context, args map[string]any, e *Error) bool
 // between two attempts leaves one, and past maxTracked entries the table starts over
 // (then a last failure may come back as the *Error instead of the payload).
 type attempts struct {
-	mu sync.Mutex
-	m  map[string]int
+	live atomic.Int64 // entries in m: while none, a call that ends touches nothing
+	mu   sync.Mutex
+	m    map[string]int
 }
 
 const maxTracked = 4096
@@ -142,12 +144,19 @@ func (a *attempts) fail(ctx agent.Context, args map[string]any) int {
 		clear(a.m)
 	}
 	a.m[k]++
+	a.live.Store(int64(len(a.m)))
 	return a.m[k]
 }
 
+// done forgets the activation's failures. A node that has not failed lately (the
+// common case) pays one atomic load: no hashing of the arguments, no lock.
 func (a *attempts) done(ctx agent.Context, args map[string]any) {
+	if a.live.Load() == 0 {
+		return
+	}
 	k := attemptKey(ctx, args)
 	a.mu.Lock()
 	delete(a.m, k)
+	a.live.Store(int64(len(a.m)))
 	a.mu.Unlock()
 }
