@@ -3,17 +3,20 @@ package workflowguard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/workflowagent"
 	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/adk/v2/workflow"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
@@ -384,4 +387,47 @@ func TestConcurrentRuns(t *testing.T) {
 	// within the budget: never more than two requests a run.
 	require.LessOrEqual(t, g.server.Requests(), int64(2*runs))
 	require.Equal(t, breaker.Open, b.State(), "the failures tripped it")
+}
+
+// Config.Timeout bounds each call: a tool that hangs fails as a counted timeout at the
+// limit, and the node completes with the failed payload. synctest's fake time.
+func TestTimeoutBoundsEachCall(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		defer synctest.Wait()
+		defer close(release)
+		hang, err := functiontool.New(functiontool.Config{Name: "crm_lookup", Description: "Hangs."},
+			func(agent.Context, map[string]any) (map[string]any, error) {
+				<-release
+				return map[string]any{"late": true}, nil
+			})
+		require.NoError(t, err)
+		// A fake clock for agentbreaker: the system clock's coarse ticker would outlive
+		// the bubble. The timeout runs on synctest's time.
+		clk := clock.NewFake(start)
+		deps := dependencymap.MustNew(dependencymap.Config{Clock: clk, Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"crm_lookup"}, Policy: policy}}})
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk})
+		n := workflowguard.MustNew(workflowguard.Config{Callbacks: cb, Tool: hang, Timeout: 5 * time.Second})
+		var got atomic.Value
+		report := workflow.NewFunctionNode("report", func(_ agent.Context, in map[string]any) (string, error) {
+			got.Store(fmt.Sprint(in[payloads.KeyResponseType], " ", in[payloads.KeyErrorClass]))
+			return "report", nil
+		}, workflow.NodeConfig{})
+		prep := workflow.NewFunctionNode("prep", func(agent.Context, any) (map[string]any, error) {
+			return map[string]any{"query": "acme"}, nil
+		}, workflow.NodeConfig{})
+		root, err := workflowagent.New(workflowagent.Config{Name: "pipeline", Edges: workflow.Chain(workflow.Start, prep, n, report)})
+		require.NoError(t, err)
+		h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: root, Plugins: []*plugin.Plugin{cb.Plugin()}})
+		sid, err := h.NewSession(context.Background())
+		require.NoError(t, err)
+		began := time.Now()
+		_, err = h.Run(context.Background(), sid, "report on acme")
+		require.NoError(t, err)
+		require.Equal(t, 5*time.Second, time.Since(began), "answered at the limit")
+		require.Equal(t, payloads.TypeFailed+" timeout", got.Load())
+		b, _ := deps.Get("crm")
+		require.Equal(t, int64(1), b.Snapshot().Window.Failures, "the timeout counted")
+	})
 }
