@@ -431,3 +431,57 @@ func TestTimeoutBoundsEachCall(t *testing.T) {
 		require.Equal(t, int64(1), b.Snapshot().Window.Failures, "the timeout counted")
 	})
 }
+
+// The dependency's bulkhead applies to tool nodes: with one slot held by a run whose
+// call is still going, another run's call is refused with the busy payload, as a
+// result the graph routes, and is not sent.
+func TestBulkheadAppliesToToolNodes(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	slow, err := functiontool.New(functiontool.Config{Name: "crm_lookup", Description: "Waits."},
+		func(agent.Context, map[string]any) (map[string]any, error) {
+			if calls.Add(1) == 1 {
+				close(started)
+				<-release
+			}
+			return map[string]any{"tier": "gold"}, nil
+		})
+	require.NoError(t, err)
+	clk := clock.NewFake(start)
+	deps := dependencymap.MustNew(dependencymap.Config{Clock: clk, Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"crm_lookup"}, Policy: policy}}})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 1}}})
+	n := workflowguard.MustNew(workflowguard.Config{Callbacks: cb, Tool: slow})
+	var routed atomic.Value
+	prep := workflow.NewFunctionNode("prep", func(agent.Context, any) (map[string]any, error) {
+		return map[string]any{"query": "acme"}, nil
+	}, workflow.NodeConfig{})
+	busy := workflow.NewFunctionNode("busy", func(_ agent.Context, in map[string]any) (string, error) {
+		routed.Store(in[payloads.KeyResponseType])
+		return "later", nil
+	}, workflow.NodeConfig{})
+	report := workflow.NewFunctionNode("report", func(agent.Context, map[string]any) (string, error) { return "report", nil }, workflow.NodeConfig{})
+	edges := append(workflow.Chain(workflow.Start, prep, n),
+		workflow.Edge{From: n, To: busy, Route: workflow.StringRoute(payloads.TypeBusy)},
+		workflow.Edge{From: n, To: report, Route: workflow.Default})
+	root, err := workflowagent.New(workflowagent.Config{Name: "pipeline", Edges: edges})
+	require.NoError(t, err)
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: root, Plugins: []*plugin.Plugin{cb.Plugin()}})
+	run := func() error {
+		sid, err := h.NewSession(context.Background())
+		if err != nil {
+			return err
+		}
+		_, err = h.Run(context.Background(), sid, "report on acme")
+		return err
+	}
+	first := make(chan error, 1)
+	go func() { first <- run() }()
+	<-started
+	require.NoError(t, run())
+	require.Equal(t, payloads.TypeBusy, routed.Load(), "the second run took the busy route")
+	require.Equal(t, int64(1), calls.Load(), "the refused call never ran")
+	close(release)
+	require.NoError(t, <-first)
+	require.Zero(t, cb.Stats().InFlight)
+}
