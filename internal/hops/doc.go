@@ -5,7 +5,8 @@
 // without agentbreaker. The CRM is a local HTTP server that counts the requests that
 // reach it and answers 503 throughout; time is a fake clock, one turn a second.
 //
-// The shapes are plain tools (the root model calls the tool twice and re-issues),
+// The shapes are plain tools (the root model calls two tools of the CRM and re-issues
+// each),
 // agent tools (two sub-agents each call the tool; the root model re-issues each) and a
 // workflow (two tool nodes in a chain, each retried by adk-go's scheduler). A2A
 // remote agents are added as a fourth shape by the package that guards them (see

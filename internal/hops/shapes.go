@@ -63,15 +63,13 @@ func rootModel(callers []string, args map[string]any) *breakertest.Model {
 	}})
 }
 
-// toolsShape: the root model calls crm_lookup for two steps of its answer (two
-// callers of one tool, the same arguments) and re-issues each failed one.
+// toolsShape: the root model calls two tools of the CRM (crm_lookup and
+// crm_lookup_contacts, one client each) and re-issues each failed one.
 var toolsShape = Shape{Name: "plain tools", Build: func(w *World) (*breakertest.Harness, error) {
 	lookup, err := w.LookupTool()
 	if err != nil {
 		return nil, err
 	}
-	// Two callers of one tool: the second step names it again under another name the
-	// model sees as a separate tool, so each step's re-issues are its own.
 	second, err := w.LookupToolNamed("crm_lookup_contacts")
 	if err != nil {
 		return nil, err
