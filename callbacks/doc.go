@@ -20,6 +20,17 @@
 // plugins. Build those agents with [Callbacks.Build] (or [Callbacks.Instrument] and
 // [Callbacks.AgentTool]): the same callbacks then run at agent level there.
 //
+// Across that hop the nested runs' calls are operations of the outermost run (with
+// Config.SideEffects.Retry): the same tool and arguments, called by two sub-agents or
+// again when the root model re-issues a sub-agent, is one operation whose later
+// attempts are retries, charged to the dependency's retry budget. An agent-tool call
+// whose inner calls failed or were refused is FAILED (neutral to breakers) although the
+// sub-agent answered in words, so its re-issue is a retry too. An agent tool listed
+// under a dependency its own calls use never takes that dependency's half-open probe,
+// holds no slot of its bulkhead and reports no outcome to its breaker, so it cannot
+// close the breaker on a dead dependency. A workflow's tool nodes are guarded by
+// package workflowguard, which asks [Callbacks.RetryRefused] before a node is retried.
+//
 // # What happens to one call
 //
 //   - Before: while a delay the dependency stated (Retry-After, RetryInfo, in-band
