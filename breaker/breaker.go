@@ -54,7 +54,6 @@ type Breaker struct {
 	openSpan  atomic.Int64 // open: the wait that was set, to survive a clock jumping back
 	probeBusy atomic.Int64 // half-open: reject until then (every probe slot is taken)
 	rejectErr atomic.Pointer[OpenError]
-	slowNanos int64 // SlowCallThreshold in nanoseconds; 0 = off
 	clk       clock.Clock
 	epoch     time.Time // nanosecond readings count from here
 
@@ -62,25 +61,28 @@ type Breaker struct {
 
 	name      string
 	policy    Policy
-	minCalls  int64 // MinimumCalls, at most WindowCalls for a count window
 	rand      func() float64
 	listeners []func(Event)
 
-	mu            sync.Mutex // guards the fields below
-	win           window
-	openedAt      int64
-	everOpened    bool  // openedAt is set (0 is a valid instant: the epoch)
-	hasNotBefore  bool  // notBefore is set; cleared when the breaker closes
-	delivering    bool  // (the four bools sit together: the struct stays in its size class)
-	emitHealth    bool  // the transition being made is a health probe's (Event.HealthProbe)
-	notBefore     int64 // latest instant a dependency asked not to be called before
-	notBeforeSpan int64 // the delay that set notBefore, to survive a clock jumping back
-	failedProbes  int   // consecutive failed probes since the breaker last closed
-	admitted      int   // probes handed out this half-open period and not given back
-	succeeded     int   // probes that succeeded this half-open period
+	mu       sync.Mutex // guards the fields below
+	win      window
+	openedAt int64
+	// The four bools and five 32-bit counters sit together in 24 bytes: with them,
+	// the struct is 512 bytes, the largest size class the allocator serves without an
+	// 8-byte header (a pointerful object above 512 bytes gets one, which put a
+	// 576-byte breaker in the 640-byte class). TestBreakerFitsInOneKiB measures it.
+	everOpened    bool   // openedAt is set (0 is a valid instant: the epoch)
+	hasNotBefore  bool   // notBefore is set; cleared when the breaker closes
+	delivering    bool   // a goroutine is delivering pending events
+	emitHealth    bool   // the transition being made is a health probe's (Event.HealthProbe)
+	failedProbes  int32  // consecutive failed probes since the breaker last closed
+	admitted      int32  // probes handed out this half-open period and not given back
+	succeeded     int32  // probes that succeeded this half-open period
+	expired       uint32 // probe leases that ran out, over the breaker's life
+	nextToken     uint32 // the last lease token handed out; never 0 (a free slot)
+	notBefore     int64  // latest instant a dependency asked not to be called before
+	notBeforeSpan int64  // the delay that set notBefore, to survive a clock jumping back
 	leases        []lease
-	nextToken     uint64
-	expired       int64 // probe leases that ran out, over the breaker's life
 	pending       []Event
 	fleet         *fleetLink // set while attached to a fleet (package fleet); see fleet.go
 
@@ -123,12 +125,7 @@ func New(cfg Config) (*Breaker, error) {
 		clk:       cfg.Clock,
 		rand:      cfg.Rand,
 		listeners: cfg.OnStateChange,
-		minCalls:  int64(p.MinimumCalls),
-		slowNanos: max(0, int64(p.SlowCallThreshold)),
 		leases:    make([]lease, p.HalfOpenProbes),
-	}
-	if p.WindowCalls > 0 {
-		b.minCalls = min(b.minCalls, int64(p.WindowCalls))
 	}
 	if b.rand == nil {
 		b.rand = rand.Float64
@@ -144,12 +141,25 @@ func New(cfg Config) (*Breaker, error) {
 	b.win = newWindow(p, now)
 	b.stripes.take(0) // a reused arena column may hold old counts; generation 0 has tag 0
 	b.bucketEnd.Store(b.win.end())
-	if b.slowNanos > 0 {
+	if b.slowNanos() > 0 {
 		b.storeSG(timedBit | uint64(Closed))
 	} else {
 		b.storeSG(uint64(Closed))
 	}
 	return b, nil
+}
+
+// slowNanos is SlowCallThreshold in nanoseconds; 0 = off. Read from the policy
+// rather than kept in a field of its own (see the counters in Breaker).
+func (b *Breaker) slowNanos() int64 { return max(0, int64(b.policy.SlowCallThreshold)) }
+
+// minCalls is MinimumCalls, at most WindowCalls for a count window.
+func (b *Breaker) minCalls() int64 {
+	n := int64(b.policy.MinimumCalls)
+	if b.policy.WindowCalls > 0 {
+		n = min(n, int64(b.policy.WindowCalls))
+	}
+	return n
 }
 
 // MustNew is New for configurations known to be valid; it panics on error.
@@ -381,13 +391,16 @@ func (b *Breaker) acquire(now int64, kind allowKind) (Permit, error) {
 	}
 	// Half-open: hand out a probe lease if a slot is free.
 	b.expireLeases(now)
-	if b.admitted >= len(b.leases) || !b.fleetProbeOK(now) {
+	if int(b.admitted) >= len(b.leases) || !b.fleetProbeOK(now) {
 		b.mu.Unlock()
 		b.deliver()
 		return b.rejection()
 	}
 	b.nextToken++
-	token := b.nextToken &^ healthToken
+	if b.nextToken == 0 { // wrapped, after 4 billion probes: 0 marks a free slot
+		b.nextToken = 1
+	}
+	token := uint64(b.nextToken) &^ healthToken
 	if kind == allowProber {
 		token |= healthToken // the lease remembers whose probe it is: see reportProbe
 	}
@@ -453,7 +466,7 @@ func (b *Breaker) expireLeases(now int64) {
 // updateProbeBusy publishes until when the fast path may reject half-open calls:
 // while every slot is taken, until the earliest lease runs out.
 func (b *Breaker) updateProbeBusy() {
-	if b.admitted < len(b.leases) {
+	if int(b.admitted) < len(b.leases) {
 		b.probeBusy.Store(math.MinInt64)
 		return
 	}
@@ -584,9 +597,9 @@ func (b *Breaker) successMayTrip() bool {
 	if b.win.size > 0 {
 		next = min(next, b.win.size)
 	}
-	d := max(b.minCalls, next)
+	d := max(b.minCalls(), next)
 	return rateReached(c.Failures, d, b.policy.FailureRateThreshold) ||
-		b.slowNanos > 0 && rateReached(c.SlowCalls, d, b.policy.SlowCallRateThreshold)
+		b.slowNanos() > 0 && rateReached(c.SlowCalls, d, b.policy.SlowCallRateThreshold)
 }
 
 // rateReached is the rate gate, exactly as documented: float64(n)/float64(of) ≥ threshold.

@@ -539,12 +539,6 @@ func TestSystemClockBreaker(t *testing.T) {
 	require.LessOrEqual(t, d, 66*time.Minute+time.Second) // 1h plus at most 10% jitter
 }
 
-func TestBreakerFitsInOneKiB(t *testing.T) {
-	size := breakerBytes(Policy{})
-	t.Logf("one breaker with the default window: %d bytes", size)
-	require.Less(t, size, 1024)
-}
-
 func TestOpenedAtAtTheEpochInstant(t *testing.T) {
 	t.Parallel()
 	// Regression: a breaker that opened at the very instant it was created reported a

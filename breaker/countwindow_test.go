@@ -116,12 +116,6 @@ func TestCountWindowResetAndValidation(t *testing.T) {
 	require.Equal(t, time.Minute, b.Policy().Window, "negative: the time-based window")
 }
 
-func TestCountWindowBreakerFitsInOneKiB(t *testing.T) {
-	size := breakerBytes(Policy{WindowCalls: 100})
-	t.Logf("one breaker with a 100-call window: %d bytes", size)
-	require.Less(t, size, 1024)
-}
-
 func BenchmarkClosedAllowSuccessCountWindow(b *testing.B) {
 	br := MustNew(Config{Name: "bench", Policy: Policy{WindowCalls: 100}})
 	for b.Loop() {

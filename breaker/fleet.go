@@ -167,7 +167,7 @@ func (b *Breaker) fleetApply(a fleetlink.Adopt) bool {
 		b.openSpan.Store(wait)
 		b.rejectWith(b.newOpenError(Open, now+wait, wait))
 	}
-	b.failedProbes = a.FailedProbes
+	b.failedProbes = int32(a.FailedProbes)
 	f.adopting = false
 	b.mu.Unlock()
 	b.deliver()

@@ -172,7 +172,7 @@ func (b *Breaker) report(sg uint64, n, now int64, r Report) {
 		case probe:
 			b.reportProbe(uint64(n), now, r)
 		case r.Verdict != Ignore:
-			b.measure(sg, now, r, b.slowNanos > 0 && now-n >= b.slowNanos)
+			b.measure(sg, now, r, b.slowNanos() > 0 && now-n >= b.slowNanos())
 		}
 	}
 	b.mu.Unlock()
@@ -199,7 +199,7 @@ func (b *Breaker) measure(sg uint64, now int64, r Report, slow bool) {
 // The stripes must have been folded.
 func (b *Breaker) evaluate(now int64) bool {
 	c := b.win.sums()
-	if c.Calls < b.minCalls {
+	if c.Calls < b.minCalls() {
 		return false
 	}
 	p := &b.policy
@@ -207,7 +207,7 @@ func (b *Breaker) evaluate(now int64) bool {
 	case rateReached(c.Failures, c.Calls, p.FailureRateThreshold):
 		b.open(now, CauseFailureRate, fmt.Sprintf("failure rate %s over %d calls ≥ %s",
 			percent(c.Failures, c.Calls), c.Calls, percentOf(p.FailureRateThreshold)))
-	case b.slowNanos > 0 && rateReached(c.SlowCalls, c.Calls, p.SlowCallRateThreshold):
+	case b.slowNanos() > 0 && rateReached(c.SlowCalls, c.Calls, p.SlowCallRateThreshold):
 		b.open(now, CauseSlowCallRate, fmt.Sprintf("slow-call rate %s over %d calls ≥ %s (slow means ≥ %s)",
 			percent(c.SlowCalls, c.Calls), c.Calls, percentOf(p.SlowCallRateThreshold), p.SlowCallThreshold))
 	default:
@@ -234,7 +234,7 @@ func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 	health := token&healthToken != 0
 	b.emitHealth = health // the events this report causes say whose probe it was
 	defer func() { b.emitHealth = false }()
-	slow := b.slowNanos > 0 && r.Verdict != Ignore && now-start >= b.slowNanos
+	slow := b.slowNanos() > 0 && r.Verdict != Ignore && now-start >= b.slowNanos()
 	b.leases[slot] = lease{}
 	switch {
 	case r.Verdict == Ignore:
@@ -253,7 +253,7 @@ func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 			time.Duration(now-start), b.policy.SlowCallThreshold))
 	default:
 		b.succeeded++
-		if b.succeeded >= len(b.leases) {
+		if int(b.succeeded) >= len(b.leases) {
 			reason := "probe succeeded"
 			if len(b.leases) > 1 {
 				reason = fmt.Sprintf("all %d probes succeeded", len(b.leases))

@@ -1,20 +1,11 @@
 package breaker
 
 import (
+	"math"
 	"testing"
+	"time"
 	"unsafe"
 )
-
-// breakerBytes is the memory one breaker holds: the struct, its share of the stripe
-// arena, its bucket ring and its probe slots, rounded up to the allocator's size classes that Go would use for them.
-func breakerBytes(p Policy) int {
-	p = p.WithDefaults()
-	var b Breaker
-	return sizeClass(int(unsafe.Sizeof(b))) +
-		sizeClass(int(unsafe.Sizeof(arenaChunk{})))/arenaCols + // its column of the shared stripe arena
-		windowBytes(p) +
-		sizeClass(p.HalfOpenProbes*int(unsafe.Sizeof(lease{})))
-}
 
 // sizeClass rounds n up to Go's small-object size classes (runtime/sizeclasses.go).
 func sizeClass(n int) int {
@@ -25,19 +16,6 @@ func sizeClass(n int) int {
 		}
 	}
 	return n
-}
-
-// windowBytes is the memory of the window's ring: buckets, or bits for a count window.
-func windowBytes(p Policy) int {
-	if p.WindowCalls > 0 {
-		words := (p.WindowCalls + 63) / 64
-		n := sizeClass(words * 8)
-		if p.SlowCallThreshold > 0 {
-			n *= 2
-		}
-		return n
-	}
-	return sizeClass(p.Buckets * int(unsafe.Sizeof(bucket{})))
 }
 
 // TestStripesKeepOffTheChunksFirstLine: the stripes start one cache line into their
@@ -57,5 +35,40 @@ func TestStripesKeepOffTheChunksFirstLine(t *testing.T) {
 			t.Errorf("chunk at %#x is not on a cache-line boundary", addr)
 		}
 		defer releaseStripes(s)
+	}
+}
+
+// TestBreakerStructHasNoMallocHeader: the allocator gives an object with pointers
+// above 512 bytes an 8-byte header, so a 576-byte Breaker took a 640-byte slot. At 512
+// bytes or less it takes no more than its size class (TestBreakerFitsInOneKiB measures
+// the whole breaker).
+func TestBreakerStructHasNoMallocHeader(t *testing.T) {
+	if size := unsafe.Sizeof(Breaker{}); size > 512 {
+		t.Errorf("a Breaker is %d bytes: above 512 it gets a malloc header and the next size class", size)
+	}
+}
+
+// TestLeaseTokensSkipZeroWhenTheyWrap: a token is 32 bits and 0 marks a free lease
+// slot, so the token after the last one is 1.
+func TestLeaseTokensSkipZeroWhenTheyWrap(t *testing.T) {
+	b := MustNew(Config{Name: "wrap", Policy: Policy{MinimumCalls: 1, Jitter: -1, Cooldown: time.Second}})
+	p, _ := b.Allow()
+	p.Failure()
+	b.mu.Lock()
+	b.nextToken = math.MaxUint32
+	b.mu.Unlock()
+	pr, err := b.AllowProbeAt(b.now().Add(2 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	tok := b.leases[0].token
+	b.mu.Unlock()
+	if tok&^healthToken != 1 {
+		t.Errorf("the token after the last is %d, want 1", tok&^healthToken)
+	}
+	pr.Success()
+	if b.State() != Closed {
+		t.Errorf("the probe with the wrapped token did not close the breaker: %s", b.State())
 	}
 }

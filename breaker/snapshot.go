@@ -48,8 +48,8 @@ func (b *Breaker) SnapshotAt(now time.Time) Snapshot {
 		Generation:    sg >> genShift,
 		Window:        b.win.sums(),
 		RetryAfter:    b.retryAfterLocked(n),
-		FailedProbes:  b.failedProbes,
-		ExpiredProbes: b.expired,
+		FailedProbes:  int(b.failedProbes),
+		ExpiredProbes: int64(b.expired),
 	}
 	if b.everOpened {
 		s.OpenedAt = b.toTime(b.openedAt)

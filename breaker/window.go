@@ -230,11 +230,12 @@ type window struct {
 	curStart int64 // start of the current bucket
 
 	// Count-based: call number i (counted from 0 since the last reset) sits in bit
-	// i%size of failBits and slowBits.
-	size     int64
-	total    int64 // calls recorded since the last reset
-	failBits []uint64
-	slowBits []uint64
+	// i%size of the failure words, bits[:n], and, when slow calls are tracked, of the
+	// slow-call words, bits[n:2n], with n = (size+63)/64. One slice, not two: a slice
+	// header is 24 bytes of every breaker (see Breaker's counters).
+	size  int64
+	total int64 // calls recorded since the last reset
+	bits  []uint64
 
 	// Sums over the window. Successes still sitting in the stripes are not in them.
 	successes, failures, slow int64
@@ -243,11 +244,10 @@ type window struct {
 func newWindow(p Policy, now int64) window {
 	if p.WindowCalls > 0 {
 		words := (p.WindowCalls + 63) / 64
-		w := window{size: int64(p.WindowCalls), failBits: make([]uint64, words)}
 		if p.SlowCallThreshold > 0 {
-			w.slowBits = make([]uint64, words)
+			words *= 2
 		}
-		return w
+		return window{size: int64(p.WindowCalls), bits: make([]uint64, words)}
 	}
 	return window{
 		width:    int64(p.Window) / int64(p.Buckets),
@@ -287,8 +287,7 @@ func (w *window) push(n int64) {
 	if n >= w.size {
 		// Every position is overwritten.
 		w.successes, w.failures, w.slow = 0, 0, 0
-		clear(w.failBits)
-		clear(w.slowBits)
+		clear(w.bits)
 		w.total += n
 		return
 	}
@@ -303,17 +302,26 @@ func (w *window) push(n int64) {
 // forget drops the call held at position pos of a count window from the sums.
 func (w *window) forget(pos int64) {
 	word, bit := pos>>6, uint64(1)<<(pos&63)
-	failed := w.failBits[word]&bit != 0
+	failed := w.bits[word]&bit != 0
 	if failed {
-		w.failBits[word] &^= bit
+		w.bits[word] &^= bit
 		w.failures--
 	} else {
 		w.successes--
 	}
-	if w.slowBits != nil && w.slowBits[word]&bit != 0 {
-		w.slowBits[word] &^= bit
+	if sw := w.slowWords(); sw > 0 && w.bits[sw+word]&bit != 0 {
+		w.bits[sw+word] &^= bit
 		w.slow--
 	}
+}
+
+// slowWords is where a count window's slow-call words start in bits, or 0 when slow
+// calls are not tracked.
+func (w *window) slowWords() int64 {
+	if n := (w.size + 63) >> 6; int64(len(w.bits)) > n {
+		return n
+	}
+	return 0
 }
 
 // advance folds the stripes and slides a time window so that now falls in the current
@@ -352,13 +360,13 @@ func (w *window) add(failed, slow bool) {
 		pos := (w.total - 1) % w.size
 		word, bit := pos>>6, uint64(1)<<(pos&63)
 		if failed {
-			w.failBits[word] |= bit
+			w.bits[word] |= bit
 			w.failures++
 		} else {
 			w.successes++
 		}
-		if slow && w.slowBits != nil {
-			w.slowBits[word] |= bit
+		if sw := w.slowWords(); slow && sw > 0 {
+			w.bits[sw+word] |= bit
 			w.slow++
 		}
 		return
@@ -381,8 +389,7 @@ func (w *window) add(failed, slow bool) {
 // transition that resets the window.
 func (w *window) reset(now int64) {
 	clear(w.buckets)
-	clear(w.failBits)
-	clear(w.slowBits)
+	clear(w.bits)
 	w.cur, w.total = 0, 0
 	w.curStart = now
 	w.successes, w.failures, w.slow = 0, 0, 0

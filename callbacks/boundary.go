@@ -37,7 +37,7 @@ import (
 //     gets agentbreaker's payload (payloads.Failed, response_type
 //     "agentbreaker.failed"), built from the class: status, a reason from fixed text,
 //     retry advice, and the cached answer or partial result you configured
-//     (Config.Cache, Config.Fallback).
+//     (Config.Guidance.Cache, Config.Guidance.Fallback).
 //
 // The answer is given by agentbreaker's after-tool callback, so every on-error callback
 // (other plugins', the agent's) still sees the error first; as with any plugin that
@@ -106,12 +106,12 @@ func (cfg *Config) checkText() error {
 			return err
 		}
 	}
-	for tool, alts := range cfg.Alternatives {
-		if err := redact.CheckName("callbacks: Config.Alternatives key", tool); err != nil {
+	for tool, alts := range cfg.Guidance.Alternatives {
+		if err := redact.CheckName("callbacks: Config.Guidance.Alternatives key", tool); err != nil {
 			return err
 		}
 		for i, a := range alts {
-			if err := redact.CheckName(fmt.Sprintf("callbacks: Config.Alternatives[%q][%d]", tool, i), a); err != nil {
+			if err := redact.CheckName(fmt.Sprintf("callbacks: Config.Guidance.Alternatives[%q][%d]", tool, i), a); err != nil {
 				return err
 			}
 		}
@@ -121,17 +121,17 @@ func (cfg *Config) checkText() error {
 			return err
 		}
 	}
-	return cfg.Redaction.check()
+	return cfg.Guidance.Redaction.check()
 }
 
 // check validates r and fills in its defaults.
 func (r *Redaction) check() error {
 	for tool, p := range r.ErrorText {
-		if err := redact.CheckName("callbacks: Config.Redaction.ErrorText key", tool); err != nil {
+		if err := redact.CheckName("callbacks: Config.Guidance.Redaction.ErrorText key", tool); err != nil {
 			return err
 		}
 		if p > ErrorTextWithheld {
-			return fmt.Errorf("callbacks: Config.Redaction.ErrorText[%q] = %d: must be ErrorTextRedact, ErrorTextBounded, ErrorTextVerbatim or ErrorTextWithheld", tool, p)
+			return fmt.Errorf("callbacks: Config.Guidance.Redaction.ErrorText[%q] = %d: must be ErrorTextRedact, ErrorTextBounded, ErrorTextVerbatim or ErrorTextWithheld", tool, p)
 		}
 	}
 	if r.Redactor == nil {
@@ -167,7 +167,7 @@ type boundaryInput struct {
 // answer returns what the model gets instead of what adk-go would hand on, or nil to
 // hand it on unchanged. It is the one place where a failed call's text meets the model.
 func (c *Callbacks) answer(ctx agent.Context, in boundaryInput) map[string]any {
-	policy := c.cfg.Redaction.ErrorText[in.cl.tool]
+	policy := c.cfg.Guidance.Redaction.ErrorText[in.cl.tool]
 	if policy == ErrorTextVerbatim || !in.sent {
 		return nil
 	}
@@ -278,12 +278,12 @@ func mapStrings(v any, f func(string) string, depth int) any {
 // upstreamAttr is the log attribute for a dependency's text: its fingerprint, and an
 // excerpt only if the Redactor adds them.
 func (c *Callbacks) upstreamAttr(text string) slog.Attr {
-	return c.cfg.Redaction.Redactor.Attr("upstream_error", text)
+	return c.cfg.Guidance.Redaction.Redactor.Attr("upstream_error", text)
 }
 
 // errAttr is the log attribute for an error that may carry a dependency's text.
 func (c *Callbacks) errAttr(err error) slog.Attr {
-	return c.cfg.Redaction.Redactor.ErrorAttr("error", err)
+	return c.cfg.Guidance.Redaction.Redactor.ErrorAttr("error", err)
 }
 
 // statedDelay is the delay a dependency stated, as the model is told it: capped by the

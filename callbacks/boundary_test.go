@@ -99,7 +99,9 @@ func TestBoundaryFailedCallsReachTheModelOnlyAsPayloads(t *testing.T) {
 				Tools: []tool.Tool{callbackstest.FnTool(t, "lookup", tt.run)}, Then: callbackstest.CallsThenText("lookup"), After: tt.after,
 				Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
 				Callbacks: callbacks.Config{
-					Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": tt.policy}},
+					Guidance: callbacks.Guidance{
+						Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": tt.policy}},
+					},
 					Observability: callbacks.Observability{
 						Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 					},
@@ -163,7 +165,7 @@ func TestBoundaryModelMistakesAndVerbatim(t *testing.T) {
 			f := callbackstest.New(t, callbackstest.Config{
 				Tools: []tool.Tool{callbackstest.FnTool(t, "lookup", tt.run)}, Then: callbackstest.CallsThenText("lookup"),
 				Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-				Callbacks: callbacks.Config{Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": tt.policy}}},
+				Callbacks: callbacks.Config{Guidance: callbacks.Guidance{Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": tt.policy}}}},
 			})
 			rs := f.Run(t, "go").FunctionResponses()
 			require.Len(t, rs, 1)
@@ -176,13 +178,13 @@ func TestBoundaryModelMistakesAndVerbatim(t *testing.T) {
 func TestBoundaryConfigIsChecked(t *testing.T) {
 	t.Parallel()
 	deps := dependencymap.MustNew(dependencymap.Config{})
-	_, err := callbacks.New(callbacks.Config{Dependencies: deps, Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"bad\xff": callbacks.ErrorTextRedact}}})
+	_, err := callbacks.New(callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"bad\xff": callbacks.ErrorTextRedact}}}})
 	require.ErrorContains(t, err, "not valid UTF-8")
-	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": 9}}})
-	require.ErrorContains(t, err, `Config.Redaction.ErrorText["lookup"] = 9`)
+	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": 9}}}})
+	require.ErrorContains(t, err, `Config.Guidance.Redaction.ErrorText["lookup"] = 9`)
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge\x1b[2J"}}})
 	require.ErrorContains(t, err, `callbacks: Config.SideEffects.MutatingTools[0] = "charge\x1b[2J": holds the control or format character '\x1b'`)
-	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Alternatives: map[string][]string{"a": {strings.Repeat("x", 200)}}})
+	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Alternatives: map[string][]string{"a": {strings.Repeat("x", 200)}}}})
 	require.ErrorContains(t, err, "bytes long")
 }
 
@@ -218,7 +220,7 @@ func TestFailedPayloadOnTrippingCallStatesCooldown(t *testing.T) {
 	})
 	first := f.Run(t, "go").FunctionResponses()[0].Response
 	require.Equal(t, payloads.TypeFailed, first[payloads.KeyResponseType])
-	require.EqualValues(t, 0, first[payloads.KeyRetryAfterSeconds], "one failure, closed breaker, no stated delay")
+	require.NotContains(t, first, payloads.KeyRetryAfterSeconds, "one failure, closed breaker, no stated delay: none is given")
 	second := f.Run(t, "go").FunctionResponses()[0].Response
 	require.Equal(t, payloads.TypeFailed, second[payloads.KeyResponseType])
 	require.EqualValues(t, 30, second[payloads.KeyRetryAfterSeconds], "this call opened the breaker for 30s")

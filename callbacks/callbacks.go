@@ -61,6 +61,8 @@ type Callbacks struct {
 	lastClass sync.Map // dependency key -> classify.Class of its last counted failure
 	holds     holds    // server-stated delays per dependency (hold.go)
 
+	configFaults sync.Map // configFaultKey -> struct{}: faults already logged (configfault.go)
+
 	inFlight  atomic.Int64
 	orphans   atomic.Int64
 	panics    atomic.Int64
@@ -76,9 +78,9 @@ func New(cfg Config) (*Callbacks, error) {
 	if err != nil {
 		return nil, err
 	}
-	guard, err := loopguard.New(cfg.LoopGuard)
+	guard, err := loopguard.New(cfg.Guidance.LoopGuard)
 	if err != nil {
-		return nil, fmt.Errorf("callbacks: Config.LoopGuard: %w", err)
+		return nil, fmt.Errorf("callbacks: Config.Guidance.LoopGuard: %w", err)
 	}
 	group, err := bulkhead.NewGroup(bulkhead.GroupConfig{
 		Limits:              cfg.Bulkheads.Limits,
@@ -226,7 +228,7 @@ func (c *Callbacks) afterRun(ictx agent.InvocationContext) {
 
 // alternatives returns the configured alternatives of a tool.
 func (c *Callbacks) alternatives(tool string) []string {
-	return slices.Clone(c.cfg.Alternatives[tool])
+	return slices.Clone(c.cfg.Guidance.Alternatives[tool])
 }
 
 // payloadInfo gathers what a refusal payload can offer for a call.
@@ -235,12 +237,12 @@ func (c *Callbacks) payloadInfo(ctx agent.Context, tool, dep string, args map[st
 	if v, ok := c.lastClass.Load(dep); ok {
 		in.Class = v.(classify.Class)
 	}
-	if c.cfg.Cache != nil {
-		if cached, ok := c.cfg.Cache.Get(tool, args); ok {
+	if c.cfg.Guidance.Cache != nil {
+		if cached, ok := c.cfg.Guidance.Cache.Get(tool, args); ok {
 			in.Cached = &cached
 		}
 	}
-	if c.cfg.Fallback != nil {
+	if c.cfg.Guidance.Fallback != nil {
 		in.Partial = c.fallback(ctx, tool, args)
 	}
 	return in
@@ -255,7 +257,7 @@ func (c *Callbacks) fallback(ctx agent.Context, tool string, args map[string]any
 				"agentbreaker: Fallback panicked", slog.Any("panic", r))
 		}
 	}()
-	return c.cfg.Fallback(ctx, tool, args)
+	return c.cfg.Guidance.Fallback(ctx, tool, args)
 }
 
 // recoverPanic is deferred by every callback: a bug in agentbreaker or in a hook must

@@ -34,13 +34,13 @@ func TestConfigErrors(t *testing.T) {
 		{"no map", callbacks.Config{}, "callbacks: Config.Dependencies is nil: required"},
 		{"idle too short", callbacks.Config{Dependencies: deps, IdleInvocationTimeout: time.Second}, "callbacks: Config.IdleInvocationTimeout = 1s: must be between 1m and 24h"},
 		{"nil classifier", callbacks.Config{Dependencies: deps, Classifiers: map[string]*classify.Classifier{"crm": nil}}, `callbacks: Config.Classifiers["crm"] = nil`},
-		{"empty alternative", callbacks.Config{Dependencies: deps, Alternatives: map[string][]string{"a": {""}}}, `callbacks: Config.Alternatives["a"][0] = "": tool name is empty`},
+		{"empty alternative", callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Alternatives: map[string][]string{"a": {""}}}}, `callbacks: Config.Guidance.Alternatives["a"][0] = "": tool name is empty`},
 		{"empty mutating", callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{""}}}, `callbacks: Config.SideEffects.MutatingTools[0] = ""`},
 		{"empty exempt", callbacks.Config{Dependencies: deps, ExemptTools: []string{"x", ""}}, `callbacks: Config.ExemptTools[1] = ""`},
 		{"negative bulkhead", callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Default: -1}}, "callbacks: Config.Bulkheads.Default = -1"},
 		{"bad bulkhead", callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 0}}}, `callbacks: Config.Bulkheads: bulkhead: GroupConfig.Limits["crm"]`},
-		{"bad loop guard", callbacks.Config{Dependencies: deps, LoopGuard: loopguard.Config{FirmAfter: -1}}, "callbacks: Config.LoopGuard: loopguard: Config.FirmAfter = -1"},
-		{"blank docstring", callbacks.Config{Dependencies: deps, Docstring: "  "}, "callbacks: Config.Docstring is blank"},
+		{"bad loop guard", callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{LoopGuard: loopguard.Config{FirmAfter: -1}}}, "callbacks: Config.Guidance.LoopGuard: loopguard: Config.FirmAfter = -1"},
+		{"blank docstring", callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Docstring: "  "}}, "callbacks: Config.Guidance.Docstring is blank"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,8 +36,9 @@ type ModelCallbacks struct {
 
 // Config configures [Callbacks]. The zero value of every field but Dependencies means
 // its default. The top level is the plugin's outline: which breakers, how outcomes are
-// classified, what the model is told, and three groups of their own: SideEffects
-// (mutating tools, retries, the journal, queued work), Bulkheads and Observability.
+// classified, and groups of their own: Guidance (what the model is told), SideEffects
+// (mutating tools, retries, the journal, queued work), Bulkheads, Model (bundled model
+// callbacks) and Observability.
 type Config struct {
 	// Name is the plugin's name; the dispatch marker plugin is Name + "-dispatch".
 	// Defaults to "agentbreaker".
@@ -51,30 +52,11 @@ type Config struct {
 	// Defaults to none.
 	Classifiers map[string]*classify.Classifier
 
-	// Cache, when set, stores last-good results of the tools it lists and offers them
-	// in open-breaker payloads. Defaults to none.
-	Cache *payloads.Cache
-	// Alternatives names, per tool, other tools the model may use when it is
-	// unavailable. Defaults to none.
-	Alternatives map[string][]string
-	// Fallback, when set, returns a partial result for a short-circuited call, or for a
-	// call whose failure the model gets as agentbreaker's payload (see ErrorText), or nil.
-	// It runs on the call's goroutine with no lock held; a panic in it is recovered.
-	// Defaults to none.
-	Fallback func(ctx agent.Context, tool string, args map[string]any) any
-	// Redaction decides what of a dependency's text (error messages, in-band errors)
-	// reaches the model and the operator; see [ErrorText] for the rule. Defaults to
-	// the safe choice: a dependency's answers reach the model cleaned and bounded, its
-	// failures only as agentbreaker's payload, and logs and events get a fingerprint.
-	Redaction Redaction
-
-	// LoopGuard configures the loop guard. Zero fields take loopguard's defaults.
-	LoopGuard loopguard.Config
-	// Docstring is the sentence added to guarded tools' descriptions before each model
-	// call. Defaults to docstrings.Sentence.
-	Docstring string
-	// DisableDocstrings leaves tool descriptions alone. Defaults to false.
-	DisableDocstrings bool
+	// Guidance is what the model is told: what an unavailable tool's payload offers
+	// (a cached answer, alternatives, a partial result), what of a dependency's text
+	// reaches it, the sentence added to tool descriptions, and the loop guard. The zero
+	// value takes every default.
+	Guidance Guidance
 
 	// ExemptTools are never guarded, in addition to the dependency map's own exempt
 	// tools and (unless GuardBuiltinTools) adk-go's built-in tools. Defaults to none.
@@ -102,6 +84,37 @@ type Config struct {
 	// sub-agent's run ends; this catches agents instrumented by hand, which have no
 	// end-of-run hook. From 1m to 24h. Defaults to 30m.
 	IdleInvocationTimeout time.Duration
+}
+
+// Guidance is what the model is told (Config.Guidance): the payload of a call agentbreaker
+// answered, what of a dependency's own text reaches the model, what the tool
+// descriptions say, and when the loop guard turns firm or hides a tool. Every field is
+// optional; the zero value is the default behaviour.
+type Guidance struct {
+	// Cache, when set, stores last-good results of the tools it lists and offers them
+	// in open-breaker payloads. Defaults to none.
+	Cache *payloads.Cache
+	// Alternatives names, per tool, other tools the model may use when it is
+	// unavailable. Defaults to none.
+	Alternatives map[string][]string
+	// Fallback, when set, returns a partial result for a short-circuited call, or for a
+	// call whose failure the model gets as agentbreaker's payload (see ErrorText), or nil.
+	// It runs on the call's goroutine with no lock held; a panic in it is recovered.
+	// Defaults to none.
+	Fallback func(ctx agent.Context, tool string, args map[string]any) any
+	// Redaction decides what of a dependency's text (error messages, in-band errors)
+	// reaches the model and the operator; see [ErrorText] for the rule. Defaults to
+	// the safe choice: a dependency's answers reach the model cleaned and bounded, its
+	// failures only as agentbreaker's payload, and logs and events get a fingerprint.
+	Redaction Redaction
+
+	// LoopGuard configures the loop guard. Zero fields take loopguard's defaults.
+	LoopGuard loopguard.Config
+	// Docstring is the sentence added to guarded tools' descriptions before each model
+	// call. Defaults to docstrings.Sentence.
+	Docstring string
+	// DisableDocstrings leaves tool descriptions alone. Defaults to false.
+	DisableDocstrings bool
 }
 
 // SideEffects configures the tools that change the world (Config.SideEffects): which
@@ -245,10 +258,10 @@ func (cfg Config) withDefaults() (Config, error) {
 			return cfg, fmt.Errorf("callbacks: Config.Classifiers[%q] = nil: remove the entry or give a classifier", key)
 		}
 	}
-	for tool, alts := range cfg.Alternatives {
+	for tool, alts := range cfg.Guidance.Alternatives {
 		for i, a := range alts {
 			if a == "" {
-				return cfg, fmt.Errorf(`callbacks: Config.Alternatives[%q][%d] = "": tool name is empty`, tool, i)
+				return cfg, fmt.Errorf(`callbacks: Config.Guidance.Alternatives[%q][%d] = "": tool name is empty`, tool, i)
 			}
 		}
 	}
@@ -285,12 +298,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Bulkheads.Default < 0 {
 		return cfg, fmt.Errorf("callbacks: Config.Bulkheads.Default = %d: must be 0 (unlimited) or positive", cfg.Bulkheads.Default)
 	}
-	if !cfg.DisableDocstrings {
-		if cfg.Docstring == "" {
-			cfg.Docstring = defaultDocstring
+	if !cfg.Guidance.DisableDocstrings {
+		if cfg.Guidance.Docstring == "" {
+			cfg.Guidance.Docstring = defaultDocstring
 		}
-		if strings.TrimSpace(cfg.Docstring) == "" {
-			return cfg, errors.New("callbacks: Config.Docstring is blank: leave it empty for the default or set DisableDocstrings")
+		if strings.TrimSpace(cfg.Guidance.Docstring) == "" {
+			return cfg, errors.New("callbacks: Config.Guidance.Docstring is blank: leave it empty for the default or set Config.Guidance.DisableDocstrings")
 		}
 	}
 	if err := cfg.checkText(); err != nil {

@@ -20,6 +20,17 @@
 // plugins. Build those agents with [Callbacks.Build] (or [Callbacks.Instrument] and
 // [Callbacks.AgentTool]): the same callbacks then run at agent level there.
 //
+// Across that hop the nested runs' calls are operations of the outermost run (with
+// Config.SideEffects.Retry): the same tool and arguments, called by two sub-agents or
+// again when the root model re-issues a sub-agent, is one operation whose later
+// attempts are retries, charged to the dependency's retry budget. An agent-tool call
+// whose inner calls failed or were refused is FAILED (neutral to breakers) although the
+// sub-agent answered in words, so its re-issue is a retry too. An agent tool listed
+// under a dependency its own calls use never takes that dependency's half-open probe,
+// holds no slot of its bulkhead and reports no outcome to its breaker, so it cannot
+// close the breaker on a dead dependency. A workflow's tool nodes are guarded by
+// package workflowguard, which asks [Callbacks.RetryRefused] before a node is retried.
+//
 // # What happens to one call
 //
 //   - Before: while a delay the dependency stated (Retry-After, RetryInfo, in-band
@@ -87,7 +98,7 @@
 //
 // Before each model call the loop guard (package loopguard) may end the turn when the
 // model keeps calling unavailable tools, and may hide the tools of dependencies that
-// refuse calls now (LoopGuard.HideOpenTools). Hidden tools are offered again as soon
+// refuse calls now (Guidance.LoopGuard.HideOpenTools). Hidden tools are offered again as soon
 // as a probe may go, and stay dispatchable: a call the model makes anyway still asks
 // the breaker, and may be its probe. Guarded tools' descriptions get one sentence
 // explaining the payload (package docstrings). Model
@@ -105,12 +116,12 @@
 // tool returned an error (which adk-go would otherwise send as {"error": err.Error()})
 // or a result reporting failure in-band. The model's own mistakes (validation, not
 // found, no results) keep the tool's message, cleaned and cut at 512 bytes per string.
-// [ErrorText] states the rule; Config.Redaction.ErrorText changes it per tool
+// [ErrorText] states the rule; Config.Guidance.Redaction.ErrorText changes it per tool
 // (ErrorTextBounded adds a masked excerpt, ErrorTextVerbatim turns it off).
 //
 // Log records and Events carry the class, the status code and a fingerprint of the
 // text (its length and a short hash, package redact), never the text; an excerpt,
-// bounded and with common secret shapes masked, only with a Config.Redaction.Redactor
+// bounded and with common secret shapes masked, only with a Config.Guidance.Redaction.Redactor
 // built with redact.Config.Excerpt. Tool names that are not valid UTF-8, hold control
 // characters or are absurdly long are repaired (redact.RepairName) before they key a
 // breaker, a metric or a log line.

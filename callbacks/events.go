@@ -62,6 +62,13 @@ const (
 	// partly overloaded (its breaker closed); the model got the shed payload. Priority
 	// is the call's priority.
 	EventShed
+	// EventConfigFault: a call failed because of this program's own configuration (a
+	// classification with ConfigFault set: a request net/http refused to send, such as
+	// a URL with no scheme or host; credentials the dependency rejects; a certificate
+	// it does not trust). It does not count against the breaker. Emitted once per
+	// dependency and class, with a WARN record naming the cause; every call still has
+	// its EventCallOutcome.
+	EventConfigFault
 )
 
 var kindNames = [...]string{
@@ -79,6 +86,7 @@ var kindNames = [...]string{
 	EventRetryRefused:      "retry_refused",
 	EventQueued:            "queued",
 	EventShed:              "shed",
+	EventConfigFault:       "config_fault",
 }
 
 func (k EventKind) String() string {

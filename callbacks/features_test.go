@@ -105,10 +105,12 @@ func TestCachedAnswersAlternativesAndPartialResults(t *testing.T) {
 		},
 		Deps: map[string]dependencymap.Dependency{"pricing": {Tools: []string{"get_price"}}},
 		Callbacks: callbacks.Config{
-			Cache:        cache,
-			Alternatives: map[string][]string{"get_price": {"get_list_price"}},
-			Fallback: func(_ agent.Context, tool string, args map[string]any) any {
-				return map[string]any{"sku": args["sku"], "currency": "EUR"}
+			Guidance: callbacks.Guidance{
+				Cache:        cache,
+				Alternatives: map[string][]string{"get_price": {"get_list_price"}},
+				Fallback: func(_ agent.Context, tool string, args map[string]any) any {
+					return map[string]any{"sku": args["sku"], "currency": "EUR"}
+				},
 			},
 		},
 	})
@@ -151,7 +153,7 @@ func TestHookPanicsAreRecovered(t *testing.T) {
 	t.Parallel()
 	f := callbackstest.New(t, callbackstest.Config{
 		Tools: []tool.Tool{okTool(t, "lookup")}, Then: callbackstest.CallsThenText("lookup"),
-		Callbacks: callbacks.Config{Fallback: func(agent.Context, string, map[string]any) any { panic("fallback bug") }},
+		Callbacks: callbacks.Config{Guidance: callbacks.Guidance{Fallback: func(agent.Context, string, map[string]any) any { panic("fallback bug") }}},
 	})
 	f.Run(t, "go")
 	f.Breaker(t, "lookup").ForceOpen("test")

@@ -77,7 +77,7 @@ func TestModelCallsAreCappedWhileDependenciesAreOpen(t *testing.T) {
 	f := callbackstest.New(t, callbackstest.Config{
 		Tools: []tool.Tool{okTool(t, "lookup")}, Then: stubborn("lookup"),
 		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		Callbacks: callbacks.Config{LoopGuard: loopguard.Config{MaxModelCallsWhileOpen: 3}},
+		Callbacks: callbacks.Config{Guidance: callbacks.Guidance{LoopGuard: loopguard.Config{MaxModelCallsWhileOpen: 3}}},
 	})
 	f.Breaker(t, "crm").ForceOpen("test")
 	turn := f.Run(t, "look it up")
@@ -109,7 +109,7 @@ func TestOpenToolsAreHiddenUntilAProbeMayGo(t *testing.T) {
 	f = callbackstest.New(t, callbackstest.Config{
 		Tools:     []tool.Tool{lookup, weather},
 		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		Callbacks: callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
+		Callbacks: callbacks.Config{Guidance: callbacks.Guidance{LoopGuard: loopguard.Config{HideOpenTools: true}}},
 		Then: func(r breakertest.Request) breakertest.Step {
 			step++
 			switch step {

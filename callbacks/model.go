@@ -80,8 +80,8 @@ func (c *Callbacks) guardModelCall(ctx agent.Context, inv *invocation, req *mode
 				slog.LevelInfo, "agentbreaker: tools of open dependencies hidden from the model")
 		}
 	}
-	if !c.cfg.DisableDocstrings {
-		set.addDocstrings(req, c.cfg.Docstring)
+	if !c.cfg.Guidance.DisableDocstrings {
+		set.addDocstrings(req, c.cfg.Guidance.Docstring)
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func TestObserverCallsAllocateNothing(t *testing.T) {
 	allocs := func(obs observe.Calls, open bool) float64 {
 		clk := clock.NewFake(time.Unix(0, 0))
 		deps := dependencymap.MustNew(dependencymap.Config{Clock: clk})
-		c := MustNew(Config{Dependencies: deps, Clock: clk, DisableDocstrings: true, Observability: Observability{Observer: obs}})
+		c := MustNew(Config{Dependencies: deps, Clock: clk, Guidance: Guidance{DisableDocstrings: true}, Observability: Observability{Observer: obs}})
 		tl := namedTool("lookup")
 		if open {
 			b, err := deps.ForTool("lookup")

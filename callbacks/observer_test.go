@@ -236,7 +236,7 @@ func TestObserverHearsHiddenToolShortCircuits(t *testing.T) {
 	f := callbackstest.New(t, callbackstest.Config{
 		Tools:     []tool.Tool{okTool(t, "lookup"), okTool(t, "weather")},
 		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		Callbacks: callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
+		Callbacks: callbacks.Config{Guidance: callbacks.Guidance{LoopGuard: loopguard.Config{HideOpenTools: true}}},
 		Steps: []breakertest.Step{
 			breakertest.Calls(&genai.FunctionCall{ID: "h1", Name: "lookup", Args: map[string]any{}}), // hidden, called anyway
 			breakertest.Text("done"),

@@ -37,7 +37,7 @@ func TestAProbedDependencyRecoversWithoutTraffic(t *testing.T) {
 		Tools: []tool.Tool{httpLookup(t, srv)},
 		Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
 			Probe: &dependencymap.Probe{Func: check}}},
-		Callbacks: callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
+		Callbacks: callbacks.Config{Guidance: callbacks.Guidance{LoopGuard: loopguard.Config{HideOpenTools: true}}},
 		Then: func(r breakertest.Request) breakertest.Step {
 			if len(r.FunctionResponses()) > 0 {
 				return breakertest.Text("done")

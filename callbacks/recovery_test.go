@@ -35,7 +35,7 @@ func TestAHiddenToolCalledOnceACooldownIsOverIsTheProbe(t *testing.T) {
 	f = callbackstest.New(t, callbackstest.Config{
 		Tools:     []tool.Tool{httpLookup(t, srv)},
 		Deps:      map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
-		Callbacks: callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
+		Callbacks: callbacks.Config{Guidance: callbacks.Guidance{LoopGuard: loopguard.Config{HideOpenTools: true}}},
 		Then: func(r breakertest.Request) breakertest.Step {
 			if len(r.FunctionResponses()) > 0 {
 				return breakertest.Text("done")
@@ -80,7 +80,7 @@ func TestLoopGuardOnASingleCallerRecoversWithinOneCooldown(t *testing.T) {
 				Tools: []tool.Tool{httpLookup(t, srv)},
 				Deps: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
 					Policy: breaker.Policy{Window: 5 * time.Minute, CooldownMultiplier: 2, MaxCooldown: maxCooldown}}},
-				Callbacks: callbacks.Config{LoopGuard: loopguard.Config{HideOpenTools: true}},
+				Callbacks: callbacks.Config{Guidance: callbacks.Guidance{LoopGuard: loopguard.Config{HideOpenTools: true}}},
 				Then: func(r breakertest.Request) breakertest.Step {
 					if len(r.FunctionResponses()) > 0 {
 						return breakertest.Text("done")

@@ -65,7 +65,10 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 			return nil, p
 		}
 	}
-	run, _, err := c.cfg.SideEffects.Retry.Track(inv.id, op)
+	// Inside an agent tool, the operations are the outermost run's: two sub-agents
+	// calling the same tool with the same arguments, or one called again, make one
+	// operation whose later attempts are retries (hops.go).
+	run, _, err := c.cfg.SideEffects.Retry.Track(trackID(inv), op)
 	if err != nil {
 		c.log.Warn("agentbreaker: call not tracked by the retry budget; it goes on without one",
 			slog.String("tool", tool), slog.String("dependency", dep), c.errAttr(err))
@@ -92,6 +95,7 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 		return nil, nil // the turn is ending: the tool will see its context done
 	}
 	p := c.retryRefused(ctx, inv, tool, dep, b, run, se)
+	noteInner(inv, dep, &innerFailure{dep: dep, class: run.Result().Last.Class})
 	if confirm && se.Reason == retry.ReasonUnknownOutcome {
 		c.askReplay(ctx, tool, dep, run.RequestID(), p)
 	}

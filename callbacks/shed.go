@@ -102,12 +102,14 @@ func (c *Callbacks) throttleRefused(tool string, err error) {
 // shed answers a call the throttle held back: the dependency is partly overloaded and
 // this call was not sent. It counts toward the loop guard like a short-circuit, so a
 // model that keeps re-issuing shed calls gets the firm answer, and a delay the
-// dependency stated is passed on.
-func (c *Callbacks) shed(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, pr throttle.Priority, args map[string]any) map[string]any {
+// dependency stated is passed on. The payload's words follow the share the throttle
+// is shedding now, read from its window (a cold path: the call is not sent).
+func (c *Callbacks) shed(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, th *throttle.Throttle, pr throttle.Priority, args map[string]any) map[string]any {
 	d := inv.tracker.ShortCircuit(dep)
 	in := c.payloadInfo(ctx, tool, dep, args)
 	in.Firm, in.ShortCircuits = d.Firm, d.Count
 	in.RetryAfter = b.RetryAfter()
+	in.Shed = th.Probability()
 	p := payloads.Shed(in)
 	e := Event{Kind: EventShed, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
 		Outcome: classify.FailedBeforeSend, Class: in.Class, Verdict: classify.Neutral,

@@ -63,7 +63,14 @@ type call struct {
 
 	throttle *throttle.Throttle // the dependency's throttle, when it has one and the breaker was closed
 
-	tracked    bool        // a dispatch marker runs for this call
+	tracked bool // a dispatch marker runs for this call
+	// transparent marks an agent tool's call admitted on a dependency its own inner
+	// calls guard (hops.go): it holds no probe, no bulkhead slot, and its outcome is
+	// never reported to that breaker.
+	transparent bool
+	// inner is the first failure of the nested runs' calls, set by the agent tool
+	// when its call returns, under the invocation's lock (hops.go).
+	inner      *innerFailure
 	dispatched atomic.Bool // the marker saw the call reach the tool
 
 	// Set by the on-error callback, under the invocation's lock.
@@ -95,6 +102,9 @@ type invocation struct {
 	freed   bool
 
 	node invNode // its entry in Callbacks.invs, allocated with it
+	// scope is the agent-tool call whose nested runner runs this invocation, or nil
+	// (hops.go); read from the context once, when the invocation is created.
+	scope *scope
 	// servedDeps lists the throttled dependencies that have already accepted a call of
 	// this invocation: its later calls to them are let finish the turn (see shed.go).
 	servedDeps []string
@@ -217,6 +227,13 @@ func (inv *invocation) drain() []*call {
 type scope struct {
 	mu  sync.Mutex
 	ids []string
+
+	// root is the invocation whose operations every nested run of this call shares
+	// (hops.go): the outermost run's, however deep the agent tools nest.
+	root   string
+	parent *scope         // the scope of the agent-tool call this one runs inside, or nil
+	owner  *scopedTool    // the agent tool whose call this is
+	failed []innerFailure // counted failures and refusals of the nested runs' calls
 }
 
 type scopeKey struct{}
@@ -233,12 +250,13 @@ func (c *Callbacks) invocation(ctx agent.Context, create bool) *invocation {
 		return nil
 	}
 	inv := &invocation{id: id, draw: drawOf(id), tracker: c.guard.Track()}
+	inv.scope, _ = ctx.Value(scopeKey{}).(*scope) // set before the invocation is shared
 	inv.lastUsed.Store(now)
 	if found, loaded := c.invs.loadOrStore(inv); loaded {
 		return found
 	}
 	c.live.Add(1)
-	if s, ok := ctx.Value(scopeKey{}).(*scope); ok {
+	if s := inv.scope; s != nil {
 		s.mu.Lock()
 		s.ids = append(s.ids, id)
 		s.mu.Unlock()

@@ -85,10 +85,19 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		}
 		dep := b.Name()
 		if p := c.held(ctx, inv, name, dep, b, args); p != nil {
+			noteInner(inv, dep, &innerFailure{dep: dep, class: classify.ClassBreakerOpen})
 			return p, nil // the dependency asked for a delay that has not passed
 		}
 		var permit breaker.Permit
-		if c.mutating[name] {
+		st, isAgentTool := t.(*scopedTool)
+		transparent := isAgentTool && st.guards(dep)
+		if !transparent {
+			noteInner(inv, dep, nil) // the agent tools this call runs under reach dep
+		}
+		if transparent {
+			// An agent tool whose own calls guard dep: never the probe, never judged.
+			permit, err = transparentAllow(b)
+		} else if c.mutating[name] {
 			// A mutation is never the probe: while the breaker is half-open (or its
 			// cooldown is over) the call is refused or queued, and a read-only call
 			// of the dependency, or its prober, decides.
@@ -104,6 +113,9 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			return c.shortCircuit(ctx, inv, name, dep, b, err, args), nil
 		}
 		th := c.deps.ThrottleFor(name)
+		if transparent {
+			th.Throttle = nil // its inner calls are the throttle's to count
+		}
 		if th.Throttle != nil && !permit.IsProbe() && b.State() != breaker.Closed {
 			// A forced state: the operator decides alone, and the call is not the
 			// throttle's to count.
@@ -118,11 +130,14 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			}
 			if !th.Throttle.AllowDraw(pr, inv.draw) {
 				permit.Ignore() // never sent: the breaker learns nothing from it
-				return c.shed(ctx, inv, name, dep, b, pr, args), nil
+				return c.shed(ctx, inv, name, dep, b, th.Throttle, pr, args), nil
 			}
 		}
 		var slot *bulkhead.Bulkhead
-		if bh, berr := c.bulk.For(dep); berr != nil {
+		if transparent {
+			// No slot: its inner calls take theirs, and a sub-agent holding one slot
+			// while its call waits for another could starve itself.
+		} else if bh, berr := c.bulk.For(dep); berr != nil {
 			c.log.Warn("agentbreaker: no bulkhead for dependency; the call goes on without one", slog.String("dependency", dep), slog.String("error", berr.Error()))
 		} else if bh != nil {
 			if ferr := bh.TryAcquire(); ferr != nil {
@@ -152,7 +167,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		}
 		admitted = &call{
 			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, attempt: att, throttle: th.Throttle,
-			start: c.nanos(), tracked: l == agentLayer || c.cfg.SideEffects.TrackDispatch,
+			start: c.nanos(), tracked: l == agentLayer || c.cfg.SideEffects.TrackDispatch, transparent: transparent,
 		}
 		c.inFlight.Add(1)
 		if !inv.add(k, admitted) {
@@ -182,6 +197,7 @@ func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep s
 	// the firm payload at once.
 	in.Firm, in.ShortCircuits = d.Firm || inv.tracker.Hidden(dep), d.Count
 	p := payloads.Unavailable(in)
+	noteInner(inv, dep, &innerFailure{dep: dep, class: classify.ClassBreakerOpen})
 	at := c.timeOf(c.nanos())
 	e := Event{Kind: EventShortCircuit, At: at, Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
 		Outcome: classify.FailedBeforeSend, Class: classify.ClassBreakerOpen, Verdict: classify.Neutral,
@@ -340,6 +356,7 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 		}
 		inv.mu.Lock()
 		errSeen, sent, cls, text := cl.errSeen, cl.errSent, cl.errCls, cl.errText
+		inner := cl.inner
 		inv.mu.Unlock()
 		kind := EventCallOutcome
 		switch {
@@ -368,10 +385,17 @@ func (c *Callbacks) afterTool(l layer) llmagent.AfterToolCallback {
 			}
 			sent = true
 		}
-		if cls.Outcome == classify.Succeeded && c.cfg.Cache != nil {
-			c.cfg.Cache.Put(cl.tool, args, result)
+		if cls.Outcome == classify.Succeeded && c.cfg.Guidance.Cache != nil && inner == nil {
+			c.cfg.Guidance.Cache.Put(cl.tool, args, result)
 		}
-		c.settle(ctx, inv, cl, cls, text, kind, sent)
+		settled := cls
+		if inner != nil && cls.Outcome == classify.Succeeded {
+			// A sub-agent that answered in words although its own calls failed: the
+			// call failed, and the model's re-issue of it is a retry (hops.go). Its
+			// words, built from agentbreaker's payloads, still reach the model.
+			settled = innerClassification(inner)
+		}
+		c.settle(ctx, inv, cl, settled, text, kind, sent)
 		in := boundaryInput{cl: cl, args: args, cls: cls, sent: sent, result: result, toolErr: toolErr}
 		if errSeen {
 			in.errText = text
@@ -425,6 +449,11 @@ func report(cls classify.Classification) breaker.Report {
 func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind, sent bool) {
 	probe := cl.permit.IsProbe() // read before Report, which spends the permit
 	r := report(cls)
+	if cl.transparent {
+		r = breaker.Report{Verdict: breaker.Ignore} // its inner calls have reported
+	} else if sent && cls.Verdict == classify.Counts {
+		noteInner(inv, cl.dep, &innerFailure{dep: cl.dep, class: cls.Class, retryable: cls.Retryable})
+	}
 	if cl.throttle != nil && sent {
 		if accepted, counted := throttle.Judge(cls); counted {
 			cl.throttle.Report(accepted)
@@ -452,6 +481,9 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 	if cls.Verdict == classify.Counts {
 		c.lastClass.Store(cl.dep, cls.Class)
 	}
+	if cls.ConfigFault {
+		c.noteConfigFault(ctx, inv, cl, cls)
+	}
 	if kind == 0 {
 		return
 	}
@@ -472,7 +504,7 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 		Outcome: cls.Outcome, Class: cls.Class, Verdict: cls.Verdict, BreakerState: cl.breaker.State(),
 		PolicyVersion: cl.breaker.Policy().Version, Elapsed: time.Duration(max(now-cl.start, 0)), StatusCode: cls.StatusCode}
 	if text != "" {
-		e.Upstream = c.cfg.Redaction.Redactor.Fingerprint(text)
+		e.Upstream = c.cfg.Guidance.Redaction.Redactor.Fingerprint(text)
 	}
 	if text != "" {
 		c.emit(ctx, e, level, msg, c.upstreamAttr(text))

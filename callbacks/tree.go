@@ -73,7 +73,13 @@ func (c *Callbacks) Build(n Node) (agent.Agent, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Tools = append(cfg.Tools, c.AgentTool(a, at.Tool))
+		st := c.AgentTool(a, at.Tool).(*scopedTool)
+		// Known before the first call: the dependencies its agent's tools are listed
+		// under, so that its call never takes their probe (hops.go).
+		for _, dep := range c.nodeDeps(at.Node) {
+			st.reaches(dep)
+		}
+		cfg.Tools = append(cfg.Tools, st)
 	}
 	a, err := llmagent.New(cfg)
 	if err != nil {
@@ -102,6 +108,7 @@ type runnable interface {
 type scopedTool struct {
 	inner runnable
 	c     *Callbacks
+	deps  innerDeps // the dependencies its nested calls reach (hops.go)
 }
 
 func (s *scopedTool) Name() string                            { return s.inner.Name() }
@@ -119,7 +126,10 @@ func (s *scopedTool) ProcessRequest(ctx agent.Context, req *model.LLMRequest) er
 }
 
 func (s *scopedTool) Run(ctx agent.Context, args any) (map[string]any, error) {
-	sc := &scope{}
+	sc := &scope{owner: s, root: ctx.InvocationID()}
+	if parent := scopeOf(ctx); parent != nil {
+		sc.parent, sc.root = parent, parent.root
+	}
 	defer func() {
 		sc.mu.Lock()
 		ids := sc.ids
@@ -129,7 +139,33 @@ func (s *scopedTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 			s.c.free(context.WithoutCancel(ctx), id)
 		}
 	}()
-	return s.inner.Run(&scopedContext{Context: ctx, scope: sc}, args)
+	out, err := s.inner.Run(&scopedContext{Context: ctx, scope: sc}, args)
+	s.c.markInner(ctx, sc)
+	if r := s.c.cfg.SideEffects.Retry; r != nil && sc.parent == nil && s.c.invs.load(sc.root) == nil {
+		// The outer run keeps no state here (its agent is not instrumented and the
+		// plugin is not registered), so no end of run would forget the operations
+		// its nested runs tracked under it: forget them now.
+		r.Forget(sc.root)
+	}
+	return out, err
+}
+
+// nodeDeps lists the dependencies the tools of n's agent, and of the agents below it,
+// are listed under in the dependency map.
+func (c *Callbacks) nodeDeps(n Node) []string {
+	var out []string
+	for _, t := range n.Config.Tools {
+		if dep, ok := c.deps.DependencyOf(t.Name()); ok {
+			out = append(out, dep)
+		}
+	}
+	for _, sub := range n.SubAgents {
+		out = append(out, c.nodeDeps(sub)...)
+	}
+	for _, at := range n.AgentTools {
+		out = append(out, c.nodeDeps(at.Node)...)
+	}
+	return out
 }
 
 // scopedContext carries a scope to the callbacks of the nested runs.

@@ -98,6 +98,7 @@ var classTable = []Classification{
 	{Class: ClassDNS, Outcome: FailedBeforeSend, Verdict: Counts, Retryable: true},
 	{Class: ClassTLS, Outcome: FailedBeforeSend, Verdict: Counts, Retryable: true},
 	{Class: ClassTLSConfig, Outcome: FailedBeforeSend, Verdict: Neutral, ConfigFault: true},
+	{Class: ClassRequestConfig, Outcome: FailedBeforeSend, Verdict: Neutral, ConfigFault: true},
 	{Class: ClassConnectTimeout, Outcome: FailedBeforeSend, Verdict: Counts, Retryable: true},
 	{Class: ClassTimeout, Outcome: Unknown, Verdict: Counts, Retryable: true},
 	{Class: ClassConnectionReset, Outcome: Unknown, Verdict: Counts, Retryable: true},

@@ -11,7 +11,7 @@ import (
 func TestClasses(t *testing.T) {
 	t.Parallel()
 	want := []classify.Class{
-		"none", "connection_refused", "dns", "tls", "tls_config", "connect_timeout",
+		"none", "connection_refused", "dns", "tls", "tls_config", "request_config", "connect_timeout",
 		"timeout", "connection_reset", "transport", "http_5xx", "http_429", "http_408",
 		"not_found", "http_4xx", "auth", "validation", "empty_result", "canceled",
 		"deadline", "breaker_open", "bulkhead_full", "safety_block", "invalid_argument",

@@ -31,6 +31,8 @@
 //	LocalRejection (open breaker, bulkhead)     FAILED_BEFORE_SEND  breaker_open, ...    neutral  no
 //	*ToolError (StatusError, NotFound, ...)     as the constructor says (see ToolError)
 //	genai.APIError                              by status name, else by code (see below)
+//	request refused by net/http (URL without    FAILED_BEFORE_SEND  request_config (2)   neutral  no
+//	  host or scheme, unparsable URL, ...)
 //	certificate errors, peer not speaking TLS   FAILED_BEFORE_SEND  tls_config (2)       neutral  no
 //	TLS alert or handshake failure              FAILED_BEFORE_SEND  tls                  counts   yes
 //	dial: connection refused                    FAILED_BEFORE_SEND  connection_refused   counts   yes

@@ -58,6 +58,9 @@ func classifyError(err error) Classification {
 	if e, ok := errors.AsType[*genai.APIError](err); ok && e != nil {
 		return apiError(*e)
 	}
+	if c, ok := requestConfigError(err); ok {
+		return c // refused by net/http before a connection: our request, not the dependency
+	}
 	if c, ok := tlsError(err); ok {
 		return c
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,9 @@ import (
 // "Written" means net/http reported the request's headers written to a connection
 // (httptrace WroteHeaders). Headers may still have sat in a buffer then, but a failure
 // after that point cannot prove the server saw nothing, so it is UNKNOWN: only proof
-// makes a call FAILED_BEFORE_SEND.
+// makes a call FAILED_BEFORE_SEND. A request the base transport refuses because of how
+// it was built (no scheme or host: a base URL left unset) is classify's request_config,
+// neutral, as it is for a plain http.Client: the breaker never counts it.
 type Transport struct {
 	cfg Config
 }
@@ -200,7 +203,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // refused it: still FAILED_BEFORE_SEND, but its verdict counts (the caller reported it
 // to the breaker as a failure).
 func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err error, permit *breaker.Permit, full bool) error {
-	c := t.cfg.Classifier.Classify(classify.Input{Context: req.Context(), Err: err, Now: t.cfg.Clock.Now()})
+	c := t.cfg.Classifier.Classify(classify.Input{Context: req.Context(), Err: asClientError(req, err), Now: t.cfg.Clock.Now()})
 	if errors.Is(err, ErrTimeout) && req.Context().Err() == nil {
 		// Our own timeout: evidence against the dependency, unlike the caller's deadline.
 		if res.Wrote {
@@ -229,6 +232,22 @@ func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err er
 	res.Elapsed = t.cfg.Clock.Now().Sub(start)
 	t.notify(*res)
 	return &Error{Dependency: res.Dependency, Classification: c, Err: err}
+}
+
+// asClientError returns err as http.Client.Do will return it, inside a *url.Error,
+// when it is the base transport's refusal of a request it was handed (no scheme, no
+// host, an invalid header): classify.ClassRequestConfig needs that shape, the
+// evidence that the words are net/http's and not a dependency's. Any other error is
+// classified as it came, so a Classifier's rules see what they always saw.
+func asClientError(req *http.Request, err error) error {
+	if _, ok := errors.AsType[*url.Error](err); ok || req.URL == nil {
+		return err
+	}
+	ue := &url.Error{Op: req.Method, URL: req.URL.Redacted(), Err: err}
+	if _, ok := classify.RequestConfigCause(ue); ok {
+		return ue
+	}
+	return err
 }
 
 func (t *Transport) notify(r Result) {

@@ -32,6 +32,12 @@
 //     required", SEP-2322) goes through. A read-only call may be re-sent and is still
 //     one call to the plugin.
 //
+// Over streamable HTTP, the HTTP status of the server's answers (or of a proxy in front
+// of it) is read at the same HTTP client: 5xx, 429, 408 and 401/403/407 become an error
+// that carries classify.HTTPStatus's classification and the Retry-After delay, as for an
+// HTTP tool, instead of the SDK's text ("Service Unavailable"); a 503 is http_5xx and
+// FAILED, another 5xx is UNKNOWN (a mutation then gets the outcome-unknown payload).
+//
 // Each tool call is also bounded by Config.Timeout (package tooltimeout), so a server
 // that hangs turns into a counted failure instead of a held turn.
 //

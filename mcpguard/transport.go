@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,7 +53,7 @@ func guardTransport(cfg mcptoolset.Config) (mcptoolset.Config, *trackTransport, 
 		if cfg.Auth != nil {
 			base = &auth.Transport{Provider: cfg.Auth, Base: base}
 		}
-		client.Transport = &onceRoundTripper{base: base, closed: closed}
+		client.Transport = &onceRoundTripper{base: base, closed: closed, oauth: st.OAuthHandler != nil}
 		cp.HTTPClient = client
 		t = &cp
 	} else {
@@ -209,10 +211,12 @@ func (c *onceConn) answered(id jsonrpc.ID, answer bool) {
 }
 
 // onceRoundTripper guards a streamable HTTP transport: each JSON-RPC message is one
-// POST made with the writing call's context.
+// POST made with the writing call's context. It also reads the HTTP status of every
+// POST's answer (see httpStatus).
 type onceRoundTripper struct {
 	base   http.RoundTripper
 	closed *atomic.Bool
+	oauth  bool // the transport has an OAuthHandler: 401 and 403 are its to answer
 }
 
 func (rt *onceRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -222,16 +226,19 @@ func (rt *onceRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 		return nil, ErrClosed
 	}
+	if req.Method != http.MethodPost {
+		return rt.base.RoundTrip(req) // the standalone SSE stream's GET, the session's DELETE
+	}
 	once := onceOf(req.Context())
-	if once == nil || req.Method != http.MethodPost {
-		return rt.base.RoundTrip(req)
+	if once == nil {
+		return rt.httpStatus(rt.base.RoundTrip(req))
 	}
 	req, id, call, err := isCallTool(req)
 	if err != nil {
 		return nil, err
 	}
 	if !call {
-		return rt.base.RoundTrip(req)
+		return rt.httpStatus(rt.base.RoundTrip(req))
 	}
 	if err := once.claim(); err != nil {
 		if req.Body != nil {
@@ -239,7 +246,7 @@ func (rt *onceRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 		return nil, err
 	}
-	resp, err := rt.base.RoundTrip(req)
+	resp, err := rt.httpStatus(rt.base.RoundTrip(req))
 	// 404 is the server saying it does not know the session: it did not run the call,
 	// and the refresher will send it again on a new session.
 	once.settle(err, err == nil && resp.StatusCode == http.StatusNotFound)
@@ -250,6 +257,45 @@ func (rt *onceRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	return resp, err
 }
+
+// httpStatus turns an answer whose HTTP status says the server (or a proxy in front
+// of it) failed or refused the request into an error that carries the status's
+// classification, as for an HTTP tool (classify.HTTPStatus): 5xx is http_5xx (503
+// FAILED, the rest UNKNOWN), 429 http_429 and 408 http_408 (FAILED), all counted,
+// with the Retry-After header as the delay; 401, 403 and 407 are auth (FAILED,
+// healthy, a configuration fault). The SDK would otherwise report them as text ("Service
+// Unavailable"), which no classifier can tell from anyone else's words.
+//
+// The error's text is fixed and holds nothing of the answer's body. The SDK wraps it
+// with %w, and it is not one of the errors adk-go's connection refresher resends on,
+// so a call is not sent again for it. Other statuses are the SDK's to read: 404 (the
+// session is gone: the refresher reconnects), 400 with a JSON-RPC error, and 401/403
+// when an OAuthHandler is set, which the SDK answers by authorizing.
+func (rt *onceRoundTripper) httpStatus(resp *http.Response, err error) (*http.Response, error) {
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	code := resp.StatusCode
+	switch {
+	case code >= 500 && code <= 599, code == http.StatusTooManyRequests, code == http.StatusRequestTimeout,
+		code == http.StatusProxyAuthRequired:
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		if rt.oauth {
+			return resp, nil
+		}
+	default:
+		return resp, nil
+	}
+	cls := classify.HTTPStatus(code, resp.Header, time.Time{})
+	// Drain a little so the connection can be reused, then let the answer go.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+	resp.Body.Close()
+	return nil, &classify.ToolError{Classification: cls, Message: "mcpguard: the MCP server answered HTTP " +
+		strconv.Itoa(code) + " " + http.StatusText(code)}
+}
+
+// maxDrain bounds what httpStatus reads of a failing answer's body before closing it.
+const maxDrain = 4 << 10
 
 // isCallTool reports whether req posts a tools/call request and returns its ID and
 // the request to send: req itself when its body can be read again through GetBody

@@ -18,6 +18,7 @@ var failedPhrases = map[classify.Class]string{
 	classify.ClassEmptyResult:     "it found no results for this request",
 	classify.ClassHTTP4xx:         "it refused this request",
 	classify.ClassSafetyBlock:     "it refused this request for safety reasons",
+	classify.ClassRequestConfig:   "the request was never sent because this agent's settings for it are missing or invalid",
 }
 
 // Failed is the payload for one call that reached the dependency and failed, given to

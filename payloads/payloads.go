@@ -58,7 +58,10 @@ type Info struct {
 	// (breaker_open, bulkhead_full, unclassified).
 	Class classify.Class
 	// RetryAfter is how long until the dependency may be tried again; it becomes
-	// retry_after_seconds, rounded up. Negative values count as zero.
+	// retry_after_seconds, rounded up. Zero or negative means nobody knows when (a
+	// breaker waiting for its probe, one forced open): the payload then has no
+	// retry_after_seconds at all, rather than a 0 that would read as "now". An
+	// OutcomeUnknown payload never has one: its action must not be repeated.
 	RetryAfter time.Duration
 	// Firm marks the loop guard's firm message: the model has already been told, and
 	// must now answer without the tool.
@@ -73,6 +76,11 @@ type Info struct {
 	// Alternatives names other tools that can do the job. Optional; names are cleaned
 	// like Dependency and at most 10 are kept.
 	Alternatives []string
+	// Shed is the share of the dependency's calls its throttle is holding back, from 0
+	// to 1, read when the call was shed; only Shed uses it. Its reason, shed_percent
+	// and retry_advised follow it: "most calls to it are still sent" only while less
+	// than half is shed. Zero means not known (the payload then claims no share).
+	Shed float64
 }
 
 // Unavailable is the open-breaker payload: the dependency is failing and calls to it
@@ -122,17 +130,17 @@ func defaultClass(c, def classify.Class) classify.Class {
 
 func build(kind, status string, class classify.Class, reason string, in Info) map[string]any {
 	m := map[string]any{
-		KeyResponseType:      kind,
-		KeyStatus:            status,
-		KeyDependency:        cleanName(in.Dependency),
-		KeyErrorClass:        string(class),
-		KeyRetryAdvised:      false,
-		KeyRetryAfterSeconds: seconds(in.RetryAfter),
+		KeyResponseType: kind,
+		KeyStatus:       status,
+		KeyDependency:   cleanName(in.Dependency),
+		KeyErrorClass:   string(class),
+		KeyRetryAdvised: false,
 	}
 	if in.Tool != "" {
 		m[KeyTool] = cleanName(in.Tool)
 	}
 	if s := seconds(in.RetryAfter); s > 0 && kind != TypeOutcomeUnknown {
+		m[KeyRetryAfterSeconds] = s
 		reason += " It may be tried again in about " + humanDuration(time.Duration(s)*time.Second) + "."
 	}
 	if c := in.Cached; c != nil && c.Result != nil {

@@ -60,7 +60,11 @@ func TestBuilders(t *testing.T) {
 			require.Equal(t, tt.wantStatus, m["status"])
 			require.Equal(t, tt.wantClass, m["error_class"])
 			require.Equal(t, false, m["retry_advised"])
-			require.Contains(t, m, "retry_after_seconds")
+			if secs, ok := m["retry_after_seconds"]; ok {
+				require.Positive(t, secs, "a retry_after_seconds is a time, never 0")
+			} else {
+				require.True(t, tt.info.RetryAfter <= 0 || tt.wantType == payloads.TypeOutcomeUnknown, "a known delay is stated")
+			}
 			if tt.wantReason != "" {
 				require.Equal(t, tt.wantReason, m["reason"])
 			}
@@ -85,7 +89,7 @@ func TestRetryAfterSecondsRoundsUp(t *testing.T) {
 		in   time.Duration
 		want int64
 	}{
-		{"zero", 0, 0}, {"negative", -time.Second, 0}, {"a sliver", time.Nanosecond, 1},
+		{"a sliver", time.Nanosecond, 1},
 		{"whole", 30 * time.Second, 30}, {"just over", 30*time.Second + time.Millisecond, 31},
 	}
 	for _, tt := range tests {
@@ -94,6 +98,10 @@ func TestRetryAfterSecondsRoundsUp(t *testing.T) {
 			m := payloads.Unavailable(payloads.Info{Dependency: "d", RetryAfter: tt.in})
 			require.Equal(t, tt.want, m["retry_after_seconds"])
 		})
+	}
+	// No known delay: no retry_after_seconds, rather than a 0 that reads as "now".
+	for _, d := range []time.Duration{0, -time.Second} {
+		require.NotContains(t, payloads.Unavailable(payloads.Info{Dependency: "d", RetryAfter: d}), "retry_after_seconds", d)
 	}
 }
 

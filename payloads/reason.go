@@ -20,6 +20,7 @@ var phrases = map[classify.Class]string{
 	classify.ClassDNS:               "its address could not be resolved",
 	classify.ClassTLS:               "secure connections to it are failing",
 	classify.ClassTLSConfig:         "secure connections to it are failing",
+	classify.ClassRequestConfig:     "this agent's settings for it are missing or invalid",
 	classify.ClassConnectionReset:   "connections to it are breaking",
 	classify.ClassTransport:         "connections to it are failing",
 	classify.ClassCanceled:          "the request was cancelled",

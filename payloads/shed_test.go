@@ -12,12 +12,13 @@ import (
 
 func TestShed(t *testing.T) {
 	t.Parallel()
-	m := payloads.Shed(payloads.Info{Dependency: "search", Tool: "web_search", Class: classify.ClassHTTP5xx})
+	m := payloads.Shed(payloads.Info{Dependency: "search", Tool: "web_search", Class: classify.ClassHTTP5xx, Shed: 0.3})
 	require.Equal(t, payloads.TypeShed, m[payloads.KeyResponseType])
 	require.Equal(t, payloads.StatusOverloaded, m[payloads.KeyStatus])
 	require.Equal(t, false, m[payloads.KeyCallSent])
 	require.Equal(t, true, m[payloads.KeyRetryAdvised])
-	require.Equal(t, "search is partly overloaded (it has been returning server errors), so this call was not sent: only a share of calls is being let through.", m[payloads.KeyReason])
+	require.Equal(t, "search is partly overloaded (it has been returning server errors), so this call was not sent: about 30% of calls to it are being held back; most calls to it are still sent.", m[payloads.KeyReason])
+	require.Equal(t, int64(30), m[payloads.KeyShedPercent])
 	require.Contains(t, m[payloads.KeyInstruction], "try once more later")
 	require.True(t, payloads.Is(m))
 	require.Equal(t, classify.Neutral, classify.ToolResult(m).Verdict, "a shed payload is never a call")

@@ -38,7 +38,9 @@ type Check struct {
 	Timeout time.Duration
 	// Classify turns the check's error into a classification. Defaults to the classify
 	// package's rules ([classify.Error]), reading the classification an error carries
-	// when it has one (a *ClassifiedError, such as HTTPGet's).
+	// when it has one (a *ClassifiedError, such as HTTPGet's). It decides the class and
+	// whether a failure is an ordinary one or a bad probe (Result.Problem), but it
+	// cannot make an error healthy: only a nil error read as healthy passes a probe.
 	Classify func(ctx context.Context, err error) classify.Classification
 }
 

@@ -25,7 +25,7 @@ func TestCheckFieldsAreRead(t *testing.T) {
 		c.Checks[0].Timeout = 2 * time.Second
 		c.Checks[0].Classify = func(_ context.Context, err error) classify.Classification {
 			if err != nil && err.Error() == "teapot" {
-				return classify.ForClass(classify.ClassNone) // this dependency's "teapot" means healthy
+				return classify.ForClass(classify.ClassAuth) // this dependency's "teapot" means a bad key
 			}
 			return classify.Error(context.Background(), err)
 		}
@@ -39,7 +39,10 @@ func TestCheckFieldsAreRead(t *testing.T) {
 	r.clk.Advance(30 * time.Second)
 	r.p.ProbeDue(t.Context())
 	require.Equal(t, []time.Duration{2 * time.Second}, timeouts, "Timeout bounds the probe")
-	require.Equal(t, breaker.Closed, r.b.State(), "Classify decided the outcome")
+	require.Equal(t, breaker.Open, r.b.State(), "an error is never a healthy probe, whatever Classify says")
+	require.Equal(t, classify.ClassAuth, r.last().Classification.Class, "Classify decided the class")
+	require.Equal(t, "neutral", r.last().Problem)
+	require.Contains(t, r.log.String(), "class=auth")
 	require.Equal(t, "GET /healthz", r.last().Check)
 	require.Contains(t, r.log.String(), `check="GET /healthz"`)
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/httptransport"
 )
 
@@ -31,7 +30,8 @@ const maxBody = 64 << 10
 // HTTPGet returns a Func that GETs cfg.URL. A 2xx answer is healthy; a 5xx, a 429, a
 // refused connection or a timeout fails the probe as the same answer would fail a
 // call; any other status (a 404 from a mistyped URL, a 401) fails it too, since
-// only a healthy answer may close a breaker. It returns an error naming the field
+// only a healthy answer may close a breaker. The error keeps the status's class, so
+// the prober's record names a 4xx's problem (Result.Problem). It returns an error naming the field
 // when the URL cannot work.
 func HTTPGet(cfg HTTPConfig) (Func, error) {
 	u, err := url.Parse(cfg.URL)
@@ -69,10 +69,11 @@ func HTTPGet(cfg HTTPConfig) (Func, error) {
 		if resp.StatusCode/100 == 2 {
 			return nil
 		}
-		if c.Verdict != classify.Counts {
-			// The server answered, but not "healthy": a wrong URL or credentials.
-			c.Verdict, c.Outcome = classify.Counts, classify.Failed
+		if c.StatusCode == 0 {
+			c.StatusCode = resp.StatusCode
 		}
+		// A 3xx or 4xx keeps its class: the prober fails any error, and names a
+		// 4xx (a wrong URL or credentials: "neutral") in its log record.
 		return &ClassifiedError{Classification: c, Err: fmt.Errorf("probe: GET %s answered %s", target, resp.Status)}
 	}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,10 +41,12 @@ type Result struct {
 	// Healthy reports that the probe succeeded.
 	Healthy bool
 	// Problem names a bad probe: "panic", "timeout", "still_running" (the previous
-	// check has not returned), "neutral" (an outcome that says neither healthy nor
-	// failing, such as a 401: counted as failed, since only a healthy answer may close
-	// a breaker) or "canceled" (the prober's context ended: not counted). Empty for an
-	// ordinary success or failure.
+	// check has not returned), "neutral" (an error the check returned that says
+	// neither healthy nor failing, such as a 401, a 403 or a 404, even where the
+	// classify rules call it healthy for a user's call: counted as failed, since only a
+	// healthy answer that is not an error may close a breaker), "rate_limited" (a
+	// 429), "request_timeout" (a 408) or "canceled" (the prober's context ended: not
+	// counted). Every 4xx answer has one. Empty for an ordinary success or failure.
 	Problem string
 	// Err is the check's error (or the panic, as an error); nil when healthy.
 	Err error
@@ -261,7 +264,18 @@ func (p *Prober) classify(ctx context.Context, t *target, err error) (c classify
 	switch {
 	case c.Verdict == classify.Neutral && ctx.Err() != nil:
 		return c, "canceled"
-	case c.Verdict == classify.Neutral, c.Verdict != classify.Healthy && c.Verdict != classify.Counts:
+	case c.StatusCode == http.StatusTooManyRequests:
+		return c, "rate_limited" // fails as a capacity signal would, but may be the probe's own rate
+	case c.StatusCode == http.StatusRequestTimeout:
+		return c, "request_timeout"
+	case c.StatusCode >= 400 && c.StatusCode < 500, c.Verdict == classify.Neutral,
+		c.Verdict != classify.Healthy && c.Verdict != classify.Counts:
+		return c, "neutral"
+	case c.Verdict == classify.Healthy && err != nil:
+		// The rules call a 401 or a 404 healthy because, for a user's call, the
+		// dependency answered. For a health check it is an error the check returned:
+		// a rotated key or a moved URL, which says nothing about the dependency's
+		// health and must not reopen traffic to it.
 		return c, "neutral"
 	}
 	return c, ""

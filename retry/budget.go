@@ -132,7 +132,7 @@ func (b *Budget) TryRetryAt(now time.Time) bool {
 	cur := b.bucket(now)
 	requests, retries := b.sum(cur.epoch)
 	// Compare in integers of millionths so that 10% of 10 requests is exactly one retry.
-	allowed := int64(math.Floor((b.ratio*float64(requests)+b.floor)*1e6 + 0.5))
+	allowed := b.allowedLocked(requests)
 	if (retries+1)*1e6 > allowed {
 		b.refused++
 		return false
@@ -140,6 +140,12 @@ func (b *Budget) TryRetryAt(now time.Time) bool {
 	cur.retries++
 	b.granted++
 	return true
+}
+
+// allowedLocked is how many retries the window allows with requests operations in it,
+// in millionths, so that 10% of 10 requests is exactly one retry. Caller holds b.mu.
+func (b *Budget) allowedLocked(requests int64) int64 {
+	return int64(math.Floor((b.ratio*float64(requests)+b.floor)*1e6 + 0.5))
 }
 
 // BudgetStats are a budget's counters.

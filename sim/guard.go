@@ -193,9 +193,11 @@ func newABGuardWith(s Scenario, def breaker.Policy, e *engine, rec *recorder, rn
 		return nil, err
 	}
 	cb, err := callbacks.New(callbacks.Config{
-		Dependencies:      deps,
-		Clock:             e.clk,
-		DisableDocstrings: true,
+		Dependencies: deps,
+		Clock:        e.clk,
+		Guidance: callbacks.Guidance{
+			DisableDocstrings: true,
+		},
 		SideEffects: callbacks.SideEffects{
 			Retry: r,
 		},

@@ -146,7 +146,10 @@ func TestReadRecordsFromCallbacksLog(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	deps := dependencymap.MustNew(dependencymap.Config{Clock: clk,
 		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}}})
-	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk, DisableDocstrings: true,
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk,
+		Guidance: callbacks.Guidance{
+			DisableDocstrings: true,
+		},
 		Observability: callbacks.Observability{
 			Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		},

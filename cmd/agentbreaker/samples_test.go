@@ -112,7 +112,7 @@ func sampleRecords(t *testing.T) []byte {
 	for _, b := range deps.Breakers() {
 		b.ForceClosed("shadow rollout: record every call")
 	}
-	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk, DisableDocstrings: true, Observability: callbacks.Observability{Logger: slog.New(handler)}})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: clk, Guidance: callbacks.Guidance{DisableDocstrings: true}, Observability: callbacks.Observability{Logger: slog.New(handler)}})
 
 	// Latencies from a fixed sequence, so the file is the same at every run.
 	seq := uint32(7)

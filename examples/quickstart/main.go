@@ -1,5 +1,6 @@
 // Command quickstart is the README's Quick start, whole: an adk-go agent on Gemini
-// whose weather tool is guarded by agentbreaker. Run it with GOOGLE_API_KEY set:
+// whose weather tool is guarded by agentbreaker. Run it with an API key in
+// GOOGLE_API_KEY or GEMINI_API_KEY (genai reads either) and WEATHER_API_URL set:
 //
 //	go run ./examples/quickstart "What is the weather in Paris?"
 package main
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -53,7 +55,30 @@ func getWeather(ctx agent.Context, args weatherArgs) (map[string]any, error) {
 	return out, json.NewDecoder(resp.Body).Decode(&out)
 }
 
+// missing says in one line what the program needs and was not given, or "".
+func missing(question string) string {
+	var m []string
+	if os.Getenv("GOOGLE_API_KEY") == "" && os.Getenv("GEMINI_API_KEY") == "" {
+		m = append(m, "an API key in GOOGLE_API_KEY or GEMINI_API_KEY")
+	}
+	if os.Getenv("WEATHER_API_URL") == "" {
+		m = append(m, "the weather API's URL in WEATHER_API_URL")
+	}
+	if question == "" {
+		m = append(m, `a question (quickstart "What is the weather in Paris?")`)
+	}
+	if len(m) == 0 {
+		return ""
+	}
+	return "quickstart: missing " + strings.Join(m, "; ")
+}
+
 func main() {
+	question := strings.TrimSpace(strings.Join(os.Args[1:], " "))
+	if m := missing(question); m != "" {
+		fmt.Fprintln(os.Stderr, m)
+		os.Exit(2)
+	}
 	ctx := context.Background()
 	weather, err := functiontool.New(functiontool.Config{Name: "get_weather", Description: "Current weather in a city."}, getWeather)
 	if err != nil {
@@ -64,9 +89,11 @@ func main() {
 	deps := dependencymap.MustNew(dependencymap.Config{Dependencies: map[string]dependencymap.Dependency{
 		"weather-api": {Tools: []string{"get_weather"}},
 	}})
-	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps})
+	// Its records (a failed call, a misconfigured URL) go to stderr.
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Logger: slog.Default()}})
 
-	llm, err := gemini.NewModel(ctx, "gemini-2.5-flash", &genai.ClientConfig{APIKey: os.Getenv("GOOGLE_API_KEY")})
+	// genai reads the API key from GOOGLE_API_KEY or GEMINI_API_KEY.
+	llm, err := gemini.NewModel(ctx, "gemini-2.5-flash", &genai.ClientConfig{Backend: genai.BackendGeminiAPI})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -90,8 +117,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	question := genai.NewContentFromText(strings.Join(os.Args[1:], " "), genai.RoleUser)
-	for ev, err := range r.Run(ctx, "user", s.Session.ID(), question, agent.RunConfig{}) {
+	msg := genai.NewContentFromText(question, genai.RoleUser)
+	for ev, err := range r.Run(ctx, "user", s.Session.ID(), msg, agent.RunConfig{}) {
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -122,7 +122,7 @@ func TestCase4FiveFailuresThenSuccessfulProbe(t *testing.T) {
 
 // Case 4, with the model's tool list: a hidden tool comes back for the probe.
 //
-// Expected per the README ("With LoopGuard.HideOpenTools, a tool is left out of the
+// Expected per the README ("With Guidance.LoopGuard.HideOpenTools, a tool is left out of the
 // model's tool list only while its breaker refuses calls ... At the first model call
 // after the cooldown ends it is offered again (in the same turn too), so the model's
 // next call can be the probe. Hiding removes the declaration only: a call the model

@@ -66,7 +66,7 @@ func TestCase3RateLimited(t *testing.T) {
 			name:        "without Retry-After",
 			reissues:    []time.Duration{2 * time.Second},
 			want:        []string{payloads.TypeFailed, payloads.TypeFailed},
-			wantSeconds: []any{0.0, 0.0},
+			wantSeconds: []any{nil, nil}, // no delay known: none stated
 			wantCount:   2,
 			wantIntents: []journal.State{journal.StateFailed, journal.StateFailed},
 			wantWindow:  breaker.Counts{Calls: 2, Failures: 2},

@@ -176,7 +176,7 @@ type setup struct {
 	// idempotency keys.
 	tools   func(w *world) []tool.Tool
 	workers int
-	// loopGuard configures the plugin's loop guard (callbacks.Config.LoopGuard).
+	// loopGuard configures the plugin's loop guard (callbacks.Config.Guidance.LoopGuard).
 	loopGuard loopguard.Config
 }
 
@@ -245,8 +245,10 @@ func newWorld(t *testing.T, s setup) *world {
 	})
 	w.guard = callbacks.MustNew(callbacks.Config{
 		Dependencies: w.deps,
-		LoopGuard:    s.loopGuard,
-		Clock:        w.clk,
+		Guidance: callbacks.Guidance{
+			LoopGuard: s.loopGuard,
+		},
+		Clock: w.clk,
 		SideEffects: callbacks.SideEffects{
 			MutatingTools:         s.mutating,
 			Retry:                 w.retrier,

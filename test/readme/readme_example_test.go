@@ -218,7 +218,7 @@ func adminEndpoint(deps *dependencymap.Map, guard *callbacks.Callbacks, failover
 
 func excerpts(deps *dependencymap.Map) {
 	red := redact.MustNew(redact.Config{Excerpt: true, ExcerptLen: 256}) // opt-in
-	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Redaction: callbacks.Redaction{Redactor: red}})
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Redaction: callbacks.Redaction{Redactor: red}}})
 	r := retry.MustNew(retry.Config{Redactor: red /* , Journal, … */})
 
 	_, _ = guard, r
