@@ -234,3 +234,38 @@ func TestOpenAIRouteCutConnectionSendsOneRequestPerAttempt(t *testing.T) {
 		require.Equal(t, breaker.Open, h.openaiBreaker().State())
 	})
 }
+
+// Done means: an OpenAI-compatible route gives the Gemini route's figures. The
+// same outage (503 for 20 turns, 5 s apart, probes included) costs the failing
+// endpoint the same number of requests whichever provider it is (in Found 1, 21
+// against 7 over 100 turns).
+func TestAnOpenAIRouteGivesTheGeminiRoutesFigures(t *testing.T) {
+	each(t, func(t *testing.T, p path, c client, stream bool) {
+		run := func(openaiFirst bool) (failing, answered int) {
+			h := newHarness(t, setup{openaiFirst: openaiFirst, client: c, path: p, geminiRetry: true})
+			if openaiFirst {
+				require.NoError(t, h.oai.Fail(openaifake.Failure{Code: 503}))
+			} else {
+				require.NoError(t, h.gem.Fail(geminifake.Failure{Code: 503}))
+			}
+			for range 20 {
+				if res := h.turn(t.Context(), stream); res.err == nil && res.final != "" {
+					answered++
+				}
+				h.clock.Advance(5 * time.Second)
+			}
+			if openaiFirst {
+				return h.oai.Requests(), answered
+			}
+			return h.gem.RequestsFor(flash), answered
+		}
+		oFailing, oAnswered := run(true)
+		gFailing, gAnswered := run(false)
+		require.Equal(t, gFailing, oFailing, "requests at the failing endpoint")
+		// Two calls trip the breaker (turn 2, at 5 s); then one probe per 30 s
+		// cooldown, at 35, 65 and 95 s.
+		require.Equal(t, 5, oFailing)
+		require.Equal(t, 20, oAnswered)
+		require.Equal(t, 20, gAnswered)
+	})
+}
