@@ -130,7 +130,8 @@ type Event struct {
 	RetryReason retry.Reason
 	// StatusCode is the HTTP or API status of a failed call when one is known, else 0.
 	StatusCode int
-	// Priority is the call's priority, for EventShed.
+	// Priority is the call's priority, for EventShed and for an EventBulkheadRejected
+	// that the adaptive concurrency limit (dependencymap.Dependency.Adaptive) caused.
 	Priority throttle.Priority
 	// Upstream fingerprints the failed call's own text (its error message or in-band
 	// error): length and a short hash, never the text (see package redact).

@@ -121,6 +121,11 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 				return c.shed(ctx, inv, name, dep, b, pr, args), nil
 			}
 		}
+		lim, refusal := c.admitLimit(ctx, inv, name, dep, b, permit, th.Priority, args)
+		if refusal != nil {
+			permit.Ignore() // refused for concurrency, never sent: not the dependency's failure
+			return refusal, nil
+		}
 		var slot *bulkhead.Bulkhead
 		if bh, berr := c.bulk.For(dep); berr != nil {
 			c.log.Warn("agentbreaker: no bulkhead for dependency; the call goes on without one", slog.String("dependency", dep), slog.String("error", berr.Error()))
@@ -134,16 +139,17 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 				} else {
 					permit.Ignore()
 				}
+				lim.Release()
 				return c.busy(ctx, inv, name, dep, b, ferr, args, counts), nil
 			}
 			slot = bh
 		}
 		var att *retry.Attempt
 		if c.cfg.SideEffects.Retry != nil {
-			var refusal map[string]any
 			if att, refusal = c.admitRetry(ctx, inv, name, dep, b, args, governed); refusal != nil {
 				// Refused before the dependency was asked: its health is not in question.
 				permit.Ignore()
+				lim.Release()
 				if slot != nil {
 					slot.Release()
 				}
@@ -151,7 +157,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			}
 		}
 		admitted = &call{
-			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, attempt: att, throttle: th.Throttle,
+			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, limit: lim, attempt: att, throttle: th.Throttle,
 			start: c.nanos(), tracked: l == agentLayer || c.cfg.SideEffects.TrackDispatch,
 		}
 		c.inFlight.Add(1)
@@ -445,6 +451,7 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 	if cl.attempt != nil {
 		c.finishAttempt(ctx, inv, cl, cls, sent)
 	}
+	c.endLimit(cl, cls, sent)
 	if cl.bulk != nil {
 		cl.bulk.Release()
 	}

@@ -45,6 +45,10 @@ type turn struct {
 	skipped   []string
 	lastRoute *route
 	tried     int // routes called
+	// served and servedClass are how the call ended, as finish was told (read by the
+	// adaptive limit, adaptive.go).
+	served      ServedBy
+	servedClass classify.Class
 }
 
 func (t *turn) skip(r *route) {
