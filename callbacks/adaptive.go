@@ -23,7 +23,12 @@ func (c *Callbacks) admitLimit(ctx agent.Context, inv *invocation, tool, dep str
 	if l == nil || permit.IsProbe() || b.State() != breaker.Closed {
 		return adaptivelimit.Permit{}, nil
 	}
-	pr := c.priorityOf(ctx, fromMap)
+	pr := fromMap.Norm()
+	if l.InFlight() >= adaptivelimit.Allowed(l.Limit(), throttle.Low) {
+		// Only near the limit does the priority decide; the context's and the session's
+		// are looked up then, so that calls with room to spare never pay for it.
+		pr = c.priorityOf(ctx, fromMap)
+	}
 	lp, err := l.AcquireAt(c.timeOf(c.nanos()), pr)
 	if err != nil {
 		return adaptivelimit.Permit{}, c.limited(ctx, inv, tool, dep, b, pr, err, args)
