@@ -254,3 +254,6 @@ func casMin(a *atomic.Int64, v int64) {
 		}
 	}
 }
+
+// Config returns the limiter's configuration with the defaults applied.
+func (l *Limiter) Config() Config { return l.cfg }
