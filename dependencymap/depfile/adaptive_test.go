@@ -1,6 +1,8 @@
 package depfile_test
 
 import (
+	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -76,4 +78,19 @@ func TestAdaptiveBadInputInTheDependencyFile(t *testing.T) {
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}
+}
+
+// docs/adaptive-concurrency.md's file block loads, with the values it states.
+func TestAdaptivePageFileBlockLoads(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../../docs/adaptive-concurrency.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(page)
+	require.NotNil(t, m, "the page has a yaml block")
+	cfg, err := depfile.ParseYAML(m[1])
+	require.NoError(t, err)
+	require.Equal(t, &adaptivelimit.Config{MinLimit: 2, MaxLimit: 50, InitialLimit: 10, Tolerance: 0.25,
+		UpdateInterval: 500 * time.Millisecond, MinSamples: 10, NoLoadInterval: time.Minute}, cfg.Dependencies["search"].Adaptive)
+	require.Equal(t, throttle.Low, cfg.Dependencies["search"].Priorities["suggest"])
+	require.Equal(t, &adaptivelimit.Config{}, cfg.Models[0].Adaptive)
 }
