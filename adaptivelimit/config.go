@@ -59,8 +59,10 @@ type Config struct {
 	// becomes the no-load latency. From 1s to 24h. Defaults to 1m (Envoy's min-RTT
 	// interval).
 	NoLoadInterval time.Duration
-	// Clock is the time source of Acquire and Done. Defaults to the system clock, read
-	// through package clock's coarse cache. The ...At forms take the time instead.
+	// Clock is the time source of Acquire, Done and TimedOut. Defaults to the system
+	// clock, read through package clock's coarse cache. The ...At forms take the time
+	// instead; it must be a reading of this clock (any instant, a fake clock's zero
+	// time included, is in range).
 	Clock clock.Clock
 }
 

@@ -53,13 +53,13 @@ type Limiter struct {
 	name string
 	cfg  Config
 	clk  clock.Clock // nil: the coarse system clock
-	base int64       // UnixNano of creation; starts are kept relative to it
+	base time.Time   // the instant every time inside is counted from (nanoseconds since base)
 
 	limit    atomic.Int64 // the limit in force (held down during a no-load measurement)
 	inFlight atomic.Int64
-	startSum atomic.Int64 // sum of (start - base) over the calls in flight
+	startSum atomic.Int64 // sum of the starts of the calls in flight
 	peak     atomic.Int64 // the most calls in flight since the last update
-	due      atomic.Int64 // UnixNano from which the next update may run
+	due      atomic.Int64 // from when the next update may run
 
 	sampleSum atomic.Int64 // latencies finished since the last update, in ns
 	sampleN   atomic.Int64
@@ -78,7 +78,7 @@ type Limiter struct {
 
 	mu      sync.Mutex // held (TryLock) by the one update running; guards the fields below
 	limitF  float64    // the controller's limit, unrounded
-	refresh int64      // UnixNano of the next no-load measurement
+	refresh int64      // when the next no-load measurement starts
 	held    int64      // the limit held while a no-load measurement runs
 }
 
@@ -92,11 +92,18 @@ func New(cfg Config) (*Limiter, error) {
 	if !clock.IsSystem(c.Clock) && c.Clock != nil {
 		l.clk = c.Clock
 	}
-	l.base = l.now()
+	// Times are kept as nanoseconds since base, taken with time.Time.Sub, so that any
+	// instant a clock gives (a fake clock's zero time included) is in range. On the
+	// system clock base is the coarse clock's own, and a reading costs nothing more.
+	if l.clk == nil {
+		l.base = clock.CoarseBase()
+	} else {
+		l.base = l.clk.Now()
+	}
 	l.limit.Store(int64(c.InitialLimit))
 	l.limitF = float64(c.InitialLimit)
 	l.sampleMin.Store(math.MaxInt64)
-	l.due.Store(l.base + int64(c.UpdateInterval))
+	l.due.Store(l.now() + int64(c.UpdateInterval))
 	return l, nil
 }
 
@@ -109,12 +116,16 @@ func MustNew(cfg Config) *Limiter {
 	return l
 }
 
+// now is the time now, in nanoseconds since base.
 func (l *Limiter) now() int64 {
 	if l.clk == nil {
-		return clock.CoarseBase().Add(time.Duration(clock.CoarseNanos())).UnixNano()
+		return clock.CoarseNanos()
 	}
-	return l.clk.Now().UnixNano()
+	return l.at(l.clk.Now())
 }
+
+// at is t in nanoseconds since base.
+func (l *Limiter) at(t time.Time) int64 { return int64(t.Sub(l.base)) }
 
 // Name returns the limiter's name.
 func (l *Limiter) Name() string { return l.name }
@@ -153,7 +164,7 @@ func Allowed(limit int, p throttle.Priority) int {
 // plain value, safe to copy; reporting two copies of one permit counts it twice.
 type Permit struct {
 	l     *Limiter
-	start int64 // UnixNano
+	start int64 // nanoseconds since the limiter's base
 }
 
 // Acquire admits a call of priority p, or refuses it at once with a *LimitError when
@@ -162,7 +173,7 @@ func (l *Limiter) Acquire(p throttle.Priority) (Permit, error) { return l.acquir
 
 // AcquireAt is Acquire at the time now.
 func (l *Limiter) AcquireAt(now time.Time, p throttle.Priority) (Permit, error) {
-	return l.acquire(now.UnixNano(), p)
+	return l.acquire(l.at(now), p)
 }
 
 func (l *Limiter) acquire(now int64, p throttle.Priority) (Permit, error) {
@@ -185,7 +196,7 @@ func (l *Limiter) acquire(now int64, p throttle.Priority) (Permit, error) {
 			break
 		}
 	}
-	l.startSum.Add(now - l.base)
+	l.startSum.Add(now)
 	return Permit{l: l, start: now}, nil
 }
 
@@ -193,23 +204,31 @@ func (l *Limiter) acquire(now int64, p throttle.Priority) (Permit, error) {
 // sample for the limit and for the no-load latency.
 func (p Permit) Done() {
 	if p.l != nil {
-		p.DoneAt(time.Unix(0, p.l.now()))
+		p.finish(p.l.now(), true)
 	}
 }
 
 // DoneAt is Done at the time now.
-func (p Permit) DoneAt(now time.Time) { p.finish(now.UnixNano(), true) }
+func (p Permit) DoneAt(now time.Time) {
+	if p.l != nil {
+		p.finish(p.l.at(now), true)
+	}
+}
 
 // TimedOut ends a call that ran into its timeout: its latency is a sample for the
 // limit (a timeout is the slowest answer there is) but never for the no-load latency.
 func (p Permit) TimedOut() {
 	if p.l != nil {
-		p.TimedOutAt(time.Unix(0, p.l.now()))
+		p.finish(p.l.now(), false)
 	}
 }
 
 // TimedOutAt is TimedOut at the time now.
-func (p Permit) TimedOutAt(now time.Time) { p.finish(now.UnixNano(), false) }
+func (p Permit) TimedOutAt(now time.Time) {
+	if p.l != nil {
+		p.finish(p.l.at(now), false)
+	}
+}
 
 func (p Permit) finish(n int64, ok bool) {
 	l := p.l
@@ -242,7 +261,7 @@ func (p Permit) Release() {
 }
 
 func (l *Limiter) end(start int64) {
-	l.startSum.Add(-(start - l.base))
+	l.startSum.Add(-start)
 	l.inFlight.Add(-1)
 }
 

@@ -270,3 +270,34 @@ func TestZeroPermitDoesNothing(t *testing.T) {
 	p.Release()
 	p.DoneAt(t0)
 }
+
+// A fake clock at the zero time (as many tests start one) is in range: times are kept
+// relative to the limiter's creation, never as Unix nanoseconds (undefined before 1678).
+func TestZeroTimeFakeClock(t *testing.T) {
+	fake := clock.NewFake(time.Time{})
+	l := adaptivelimit.MustNew(adaptivelimit.Config{InitialLimit: 10, MinSamples: 2, UpdateInterval: time.Second, Clock: fake})
+	run := func(latency time.Duration) {
+		for range 4 {
+			var ps []adaptivelimit.Permit
+			for range 6 {
+				p, err := l.Acquire(throttle.Normal)
+				if err == nil {
+					ps = append(ps, p)
+				}
+			}
+			fake.Advance(latency)
+			for _, p := range ps {
+				p.Done()
+			}
+			fake.Advance(time.Second)
+		}
+	}
+	run(100 * time.Millisecond)
+	if l.NoLoad() != 100*time.Millisecond {
+		t.Fatalf("no-load %v, want 100ms", l.NoLoad())
+	}
+	run(time.Second)
+	if l.Limit() >= 10 {
+		t.Errorf("limit %d after calls ten times slower, want it cut", l.Limit())
+	}
+}

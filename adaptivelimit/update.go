@@ -90,5 +90,5 @@ func (l *Limiter) inFlightAge(now int64) float64 {
 	if n <= 0 {
 		return 0
 	}
-	return max(0, float64(n*(now-l.base)-l.startSum.Load())/float64(n))
+	return max(0, float64(n*now-l.startSum.Load())/float64(n))
 }

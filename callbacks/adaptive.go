@@ -29,7 +29,7 @@ func (c *Callbacks) admitLimit(ctx agent.Context, inv *invocation, tool, dep str
 		// are looked up then, so that calls with room to spare never pay for it.
 		pr = c.priorityOf(ctx, fromMap)
 	}
-	lp, err := l.AcquireAt(c.timeOf(c.nanos()), pr)
+	lp, err := l.Acquire(pr) // on the limiter's clock (the map's), as the breaker reads its own
 	if err != nil {
 		return adaptivelimit.Permit{}, c.limited(ctx, inv, tool, dep, b, pr, err, args)
 	}
@@ -71,9 +71,9 @@ func (c *Callbacks) limited(ctx agent.Context, inv *invocation, tool, dep string
 func (c *Callbacks) endLimit(cl *call, cls classify.Classification, sent bool) {
 	switch {
 	case sent && cls.Outcome == classify.Succeeded:
-		cl.limit.DoneAt(c.timeOf(c.nanos()))
+		cl.limit.Done()
 	case sent && cls.Class == classify.ClassTimeout:
-		cl.limit.TimedOutAt(c.timeOf(c.nanos()))
+		cl.limit.TimedOut()
 	default:
 		cl.limit.Release()
 	}

@@ -29,7 +29,7 @@ func (f *Failover) attemptWithin(ctx context.Context, r *route, p *breaker.Permi
 	if v, ok := throttle.PriorityFrom(ctx); ok && v.Valid() {
 		pr = v
 	}
-	lp, err := l.AcquireAt(f.clk.Now(), pr)
+	lp, err := l.Acquire(pr) // on the limiter's clock (the map's), as the breaker reads its own
 	if err != nil {
 		p.Ignore() // never sent
 		t.notes = append(t.notes, note{idx: r.idx, cause: Cause(classify.ClassBulkheadFull)})
@@ -42,10 +42,10 @@ func (f *Failover) attemptWithin(ctx context.Context, r *route, p *breaker.Permi
 		// Deferred so that a panicking model gives its place back too.
 		switch {
 		case done && (t.served == ServedPrimary || t.served == ServedFallback):
-			lp.DoneAt(f.clk.Now())
+			lp.Done()
 		case (done && t.servedClass == classify.ClassTimeout) ||
 			(!done && len(t.attempts) > tried && t.attempts[len(t.attempts)-1].Class == classify.ClassTimeout):
-			lp.TimedOutAt(f.clk.Now())
+			lp.TimedOut()
 		default:
 			lp.Release() // abandoned, or a failure that says nothing about latency
 		}
