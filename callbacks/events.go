@@ -26,6 +26,8 @@ const (
 	// EventBulkheadRejected: a full bulkhead answered a call with the busy payload. The
 	// breaker counted a failure (Verdict Counts) when slow calls held the bulkhead (see
 	// Config.Bulkheads.SlowCall), and nothing (Verdict Neutral) when quick calls did.
+	// The same kind, always Neutral and with the call's Priority, answers a call over
+	// its dependency's adaptive concurrency limit (dependencymap.Dependency.Adaptive).
 	EventBulkheadRejected
 	// EventBulkheadSaturated: bulkhead rejections became sustained while the
 	// dependency's breaker was still closed, which deserves an alert of its own.
