@@ -2,6 +2,7 @@ package callbacks_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/functiontool"
+	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
@@ -21,6 +23,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
@@ -35,6 +38,7 @@ type limitedAgent struct {
 	fc           *clock.Fake
 	mu           sync.Mutex
 	events       []callbacks.Event
+	rejected     chan struct{} // one per EventBulkheadRejected, when made
 }
 
 func newLimitedAgent(t *testing.T, cfg adaptivelimit.Config, policy breaker.Policy) *limitedAgent {
@@ -62,6 +66,9 @@ func (x *limitedAgent) run(t *testing.T, ctx context.Context, steps ...breakerte
 			x.mu.Lock()
 			x.events = append(x.events, e)
 			x.mu.Unlock()
+			if x.rejected != nil && e.Kind == callbacks.EventBulkheadRejected {
+				x.rejected <- struct{}{}
+			}
 		}},
 	})
 	a, err := llmagent.New(agentConfig("root", breakertest.MustNewModel(breakertest.ModelConfig{Steps: steps}), x.search, x.sugg))
@@ -223,4 +230,41 @@ func TestAdaptiveLimitFallsWhenTheToolSlowsThroughTheRunner(t *testing.T) {
 	require.Less(t, l.Limit(), 10, "calls ten times the no-load latency cut the limit")
 	require.Equal(t, 16, calls)
 	require.Zero(t, l.InFlight())
+}
+
+// Parallel calls of one model response (adk-go runs each on its own goroutine) against
+// a dependency that holds every request: four of six fill Normal's share of a limit of
+// five and reach the server, counted there; the other two are refused at once with the
+// busy payload while the four are still in flight, and every place is given back.
+func TestAdaptiveLimitHoldsParallelCallsThroughTheRunner(t *testing.T) {
+	t.Parallel()
+	x := newLimitedAgent(t, adaptivelimit.Config{MinLimit: 1, InitialLimit: 5}, breaker.Policy{})
+	x.srv.Set(breakertest.Behavior{Hang: true, Body: `{"hits": 1}`})
+	x.rejected = make(chan struct{}, 6)
+	var calls []*genai.FunctionCall
+	for i := range 6 {
+		calls = append(calls, &genai.FunctionCall{ID: fmt.Sprintf("c%d", i), Name: "web_search", Args: map[string]any{"query": "q"}})
+	}
+	done := make(chan *breakertest.Turn, 1)
+	go func() { done <- x.run(t, context.Background(), breakertest.Calls(calls...), breakertest.Text("done")) }()
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Bound)
+	defer cancel()
+	require.NoError(t, x.srv.WaitHanging(ctx, 4))
+	testwait.Recv(t, x.rejected, "the first refusal")
+	testwait.Recv(t, x.rejected, "the second refusal")
+	require.Equal(t, uint64(2), x.lim.Refused(throttle.Normal))
+	require.Equal(t, 4, x.lim.InFlight())
+	x.srv.Release()
+	turn := testwait.Recv(t, done, "the turn")
+	busy := 0
+	for _, r := range turn.FunctionResponses() {
+		if r.Response["response_type"] == payloads.TypeBusy {
+			busy++
+		}
+	}
+	require.Equal(t, 2, busy)
+	require.EqualValues(t, 4, x.srv.Requests())
+	require.Zero(t, x.lim.InFlight())
+	b, _ := x.deps.Get("search")
+	require.EqualValues(t, 4, b.Snapshot().Window.Calls, "the four sent calls, not the refusals")
 }
