@@ -301,3 +301,49 @@ func TestZeroTimeFakeClock(t *testing.T) {
 		t.Errorf("limit %d after calls ten times slower, want it cut", l.Limit())
 	}
 }
+
+// Each tuning field is read: the same calls give another limit when it changes.
+func TestEveryTuningFieldChangesTheOutcome(t *testing.T) {
+	// Warm up at 100ms with 12 calls at once, then 4s of calls at 140ms: 1.4× the
+	// no-load latency.
+	limitAfter := func(cfg adaptivelimit.Config) int {
+		cfg.InitialLimit = 20
+		l := adaptivelimit.MustNew(cfg)
+		at := t0
+		for range 3 {
+			wave(l, at, 12, 100*time.Millisecond)
+			at = at.Add(time.Second)
+		}
+		for range 8 {
+			wave(l, at, 12, 140*time.Millisecond)
+			at = at.Add(500 * time.Millisecond)
+		}
+		return l.Limit()
+	}
+	base := adaptivelimit.Config{MinSamples: 5, UpdateInterval: 500 * time.Millisecond}
+	tests := []struct {
+		name       string
+		a, b       adaptivelimit.Config
+		wantLowerA bool
+	}{
+		// 140ms is above the 125ms target at tolerance 0.25, below 150ms at 0.5.
+		{"Tolerance", with(base, func(c *adaptivelimit.Config) { c.Tolerance = 0.25 }), with(base, func(c *adaptivelimit.Config) { c.Tolerance = 0.5 }), true},
+		// One update in the slow spell instead of eight.
+		{"UpdateInterval", base, with(base, func(c *adaptivelimit.Config) { c.UpdateInterval = 4 * time.Second }), true},
+		// 12 samples per wave make an update; 50 need four waves.
+		{"MinSamples", base, with(base, func(c *adaptivelimit.Config) { c.MinSamples = 50 }), true},
+		{"MinLimit", base, with(base, func(c *adaptivelimit.Config) { c.MinLimit = 15 }), true},
+	}
+	for _, tt := range tests {
+		a, b := limitAfter(tt.a), limitAfter(tt.b)
+		t.Logf("%s: %d vs %d", tt.name, a, b)
+		if tt.wantLowerA && a >= b {
+			t.Errorf("%s: limit %d with %+v, %d with %+v; want the first lower", tt.name, a, tt.a, b, tt.b)
+		}
+	}
+}
+
+func with(c adaptivelimit.Config, f func(*adaptivelimit.Config)) adaptivelimit.Config {
+	f(&c)
+	return c
+}
