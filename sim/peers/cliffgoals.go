@@ -3,6 +3,8 @@ package peers
 import (
 	"fmt"
 	"strings"
+	"testing"
+	"text/tabwriter"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/sim"
@@ -57,4 +59,41 @@ func GoalsTable(goals []Goal) string {
 		fmt.Fprintf(&b, "  %s: %s, bound %s: %s\n", g.Text, g.Got, g.Bound, verdict)
 	}
 	return b.String()
+}
+
+// SeedsTable runs the latency cliff (with failsafe-go's row) and the hanging-calls
+// incident on each seed and prints each goal's measure and bound per seed, so that a
+// page shows how far one seed's verdict carries. It takes t for the synctest bubble
+// RunCliff needs.
+func SeedsTable(t *testing.T, seeds ...uint64) (string, error) {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "seed\tgoodput/s (failsafe-go)\tp99 (bound)\tblocked worker-s (bound)\tincident blocked worker-s (bound)\t")
+	for _, seed := range seeds {
+		c, err := RunCliff(t, sim.Cliff{Seed: seed})
+		if err != nil {
+			return "", err
+		}
+		h, err := sim.RunHangIncident(sim.HangIncident{Seed: seed})
+		if err != nil {
+			return "", err
+		}
+		goals, err := CliffGoals(c, h)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(tw, "%d", seed)
+		for _, g := range goals {
+			mark := ""
+			if !g.Met {
+				mark = " NOT MET"
+			}
+			fmt.Fprintf(tw, "\t%s (%s)%s", g.Got, g.Bound, mark)
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Issue 34 (e): the goals docs/adaptive-concurrency.md prints, checked on the same
-// runs: a missed goal fails here, not as drift of the page.
+// runs (seed 1): a missed goal fails here, not as drift of the page.
 func TestCliffGoals(t *testing.T) {
 	c, err := peers.RunCliff(t, sim.Cliff{})
 	if err != nil {
@@ -29,6 +29,31 @@ func TestCliffGoals(t *testing.T) {
 	for _, g := range goals {
 		if !g.Met {
 			t.Errorf("%s: %s, bound %s", g.Text, g.Got, g.Bound)
+		}
+	}
+	// Across seeds, the latency goals hold on every one; goodput against failsafe-go's
+	// and the incident's goal are logged, not asserted: they do not hold on every seed
+	// (docs/adaptive-concurrency.md says why and prints the table).
+	for _, seed := range []uint64{2, 3, 4} {
+		c, err := peers.RunCliff(t, sim.Cliff{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := sim.RunHangIncident(sim.HangIncident{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		goals, err := peers.CliffGoals(c, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range goals {
+			switch {
+			case (i == 1 || i == 2) && !g.Met:
+				t.Errorf("seed %d: %s: %s, bound %s", seed, g.Text, g.Got, g.Bound)
+			case !g.Met:
+				t.Logf("seed %d: %s: %s, bound %s: not met", seed, g.Text, g.Got, g.Bound)
+			}
 		}
 	}
 	// The comparison is not empty: the fixed bulkhead's p99 passes 2× the no-load

@@ -1,6 +1,6 @@
 // Command clifftable prints the tables of docs/adaptive-concurrency.md: the latency
 // cliff with failsafe-go's adaptivelimiter as the last row, the hanging-calls incident,
-// and issue 34's goals measured on them. From the repository's root:
+// issue 34's goals measured on them, and the same goals on seeds 1 to 4. From the repository's root:
 //
 //	go -C sim/peers run ./cmd/clifftable
 //
@@ -45,6 +45,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, "clifftable:", err)
 			t.FailNow()
 		}
-		fmt.Fprint(out, c.Table(), "\n", h.Table(), "\n", peers.GoalsTable(goals))
+		seeds, err := peers.SeedsTable(t, 1, 2, 3, 4)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "clifftable:", err)
+			t.FailNow()
+		}
+		fmt.Fprint(out, c.Table(), "\n", h.Table(), "\n", peers.GoalsTable(goals), "\nThe same goals on seeds 1 to 4 (measure, and bound in parentheses):\n\n", seeds)
 	}}}, nil, nil)
 }
