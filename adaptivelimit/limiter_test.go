@@ -347,3 +347,20 @@ func with(c adaptivelimit.Config, f func(*adaptivelimit.Config)) adaptivelimit.C
 	f(&c)
 	return c
 }
+
+// The documented limit of a windowed minimum (docs/adaptive-concurrency.md, "When it is
+// the wrong tool"): a dependency whose fast answers are another kind of answer (cache
+// hits in 5ms beside misses in 200ms) has a no-load latency of its hits, and every
+// window's mean is far above it, so the limit falls to its floor without any overload.
+func TestBimodalLatencyDrivesTheLimitToItsFloor(t *testing.T) {
+	l := adaptivelimit.MustNew(adaptivelimit.Config{InitialLimit: 20, MinSamples: 5, UpdateInterval: time.Second})
+	at := t0
+	for range 10 {
+		wave(l, at, 6, 5*time.Millisecond)
+		wave(l, at.Add(100*time.Millisecond), 6, 200*time.Millisecond)
+		at = at.Add(time.Second)
+	}
+	if l.NoLoad() != 5*time.Millisecond || !l.AtFloor() {
+		t.Errorf("no-load %v, limit %d; want the hits' 5ms and the floor", l.NoLoad(), l.Limit())
+	}
+}
