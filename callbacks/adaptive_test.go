@@ -61,6 +61,12 @@ func newLimitedAgent(t *testing.T, cfg adaptivelimit.Config, policy breaker.Poli
 
 func (x *limitedAgent) run(t *testing.T, ctx context.Context, steps ...breakertest.Step) *breakertest.Turn {
 	t.Helper()
+	return x.runWithState(t, ctx, nil, steps...)
+}
+
+// runWithState is run in a session created with state.
+func (x *limitedAgent) runWithState(t *testing.T, ctx context.Context, state map[string]any, steps ...breakertest.Step) *breakertest.Turn {
+	t.Helper()
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: x.deps, Clock: x.fc,
 		Observability: callbacks.Observability{OnEvent: func(e callbacks.Event) {
 			x.mu.Lock()
@@ -74,7 +80,7 @@ func (x *limitedAgent) run(t *testing.T, ctx context.Context, steps ...breakerte
 	a, err := llmagent.New(agentConfig("root", breakertest.MustNewModel(breakertest.ModelConfig{Steps: steps}), x.search, x.sugg))
 	require.NoError(t, err)
 	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a, Plugins: []*plugin.Plugin{cb.Plugin()}, AppName: "app", UserID: "u"})
-	resp, err := h.Sessions.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u"})
+	resp, err := h.Sessions.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", State: state})
 	require.NoError(t, err)
 	turn, err := h.Run(ctx, resp.Session.ID(), "find it")
 	require.NoError(t, err)
@@ -144,6 +150,13 @@ func TestAdaptiveLimitRefusesTheLowestPriorityFirstThroughTheRunner(t *testing.T
 	require.Equal(t, "ok", turn.FunctionResponses()[0].Response["status"])
 	require.EqualValues(t, 2, x.srv.Requests())
 	require.Zero(t, x.lim.InFlight()-8, "the admitted calls gave their places back")
+
+	// So does the session state's: suggest as High (90% of 10) is sent with 8 held.
+	turn = x.runWithState(t, context.Background(), map[string]any{callbacks.PriorityStateKey: "high"},
+		breakertest.Call("suggest", map[string]any{"query": "q"}), breakertest.Text("done"))
+	require.Equal(t, "ok", turn.FunctionResponses()[0].Response["status"])
+	require.EqualValues(t, 3, x.srv.Requests())
+	require.Equal(t, uint64(1), x.lim.Refused(throttle.Low), "no refusal since the first")
 }
 
 func TestAdaptiveLimitRefusalsNeverOpenTheBreakerThroughTheRunner(t *testing.T) {
