@@ -59,6 +59,9 @@ type BreakerStatus struct {
 	// Throttle is the dependency's throttle (package throttle), when it has one and the
 	// breaker source says so (*dependencymap.Map does).
 	Throttle *ThrottleStatus `json:"throttle,omitempty"`
+	// Adaptive is the dependency's adaptive concurrency limit, when it has one and the
+	// breaker source says so (*dependencymap.Map does).
+	Adaptive *AdaptiveStatus `json:"adaptive,omitempty"`
 }
 
 // ThrottleStatus is a dependency's throttle in the state document.
@@ -151,6 +154,7 @@ func (h *Handler) status(b *breaker.Breaker, now time.Time) BreakerStatus {
 		st.ScopeError = h.scopeError(s.Name)
 	}
 	st.Throttle = h.throttleStatus(s.Name)
+	st.Adaptive = h.adaptiveStatus(s.Name)
 	if t, ok := h.breakers.(interface{ Tools(string) []string }); ok {
 		if tools := t.Tools(s.Name); tools != nil {
 			st.Tools = tools

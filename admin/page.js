@@ -163,6 +163,20 @@
       st.appendChild(document.createTextNode(" "));
       st.appendChild(sh);
     }
+    // An adaptive concurrency limit: the limit in force and, on hover, its bounds, the
+    // measured no-load latency and the calls refused by priority. Text only, from numbers.
+    if (b.adaptive) {
+      const a = b.adaptive;
+      if (a.at_floor) tr.dataset.limitAtFloor = "true";
+      const lb = el("span", "limit " + (Number(a.limit) || 0) + (a.at_floor ? " (floor)" : ""), "badge adaptive" + (a.at_floor ? " at-floor" : ""));
+      const refused = a.refused || {};
+      lb.title = "adaptive concurrency limit " + (Number(a.min_limit) || 0) + ".." + (Number(a.max_limit) || 0) +
+        ", " + (Number(a.in_flight) || 0) + " in flight, no-load latency " + Math.round((Number(a.no_load_seconds) || 0) * 1000) + "ms" +
+        (a.measuring ? " (measuring)" : "") + "; refused by priority: " +
+        ["low", "normal", "high", "critical"].map((p) => p + " " + (Number(refused[p]) || 0)).join(", ");
+      st.appendChild(document.createTextNode(" "));
+      st.appendChild(lb);
+    }
     const openFor = cell(tr, b.down_since ? duration(b.open_for_seconds) : "", "open-for");
     if (b.down_since) openFor.title = "since " + b.down_since;
     cell(tr, b.window_failed_calls + " / " + b.window_slow_calls + " / " + b.window_calls, "window");

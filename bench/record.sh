@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Records the benchmark runs that docs/benchmarks.md, docs/fleet.md, docs/partial-outages.md
+# Records the benchmark runs that docs/benchmarks.md, docs/fleet.md, docs/partial-outages.md,
+# docs/adaptive-concurrency.md
 # and the README quote, as go test prints them, into docs/bench/STAMP*.txt; then
 # `cd test && go test ./docs -update` rewrites the pages' tables and figures from them
 # (internal/benchtable reads the files). Run it on a quiet machine (load average below 1)
@@ -15,6 +16,7 @@ out=docs/bench/$stamp
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 (cd bench && go test -run '^$' -bench '^Benchmark(Closed|Open|HalfOpen|Throttle|Baseline|Registry)' -benchmem -count 6 .) > "$out.txt"
 (cd bench && go test -run '^$' -bench '^BenchmarkFleet' -benchmem -count 3 .) > "$out-fleet.txt"
+(cd bench && go test -run '^$' -bench '^BenchmarkAdaptiveLimit' -benchmem -cpu 1,2 -count 6 .) > "$out-adaptive.txt"
 {
 	go test -run '^$' -bench '^BenchmarkToolCallOverhead$/calls=1/' -benchmem -count 6 ./callbacks/
 	go test -run '^$' -bench '^BenchmarkToolCallOverheadPaired$' -benchmem -benchtime 60000x -count 6 ./callbacks/

@@ -26,6 +26,8 @@ const (
 	// EventBulkheadRejected: a full bulkhead answered a call with the busy payload. The
 	// breaker counted a failure (Verdict Counts) when slow calls held the bulkhead (see
 	// Config.Bulkheads.SlowCall), and nothing (Verdict Neutral) when quick calls did.
+	// The same kind, always Neutral and with the call's Priority, answers a call over
+	// its dependency's adaptive concurrency limit (dependencymap.Dependency.Adaptive).
 	EventBulkheadRejected
 	// EventBulkheadSaturated: bulkhead rejections became sustained while the
 	// dependency's breaker was still closed, which deserves an alert of its own.
@@ -138,7 +140,8 @@ type Event struct {
 	RetryReason retry.Reason
 	// StatusCode is the HTTP or API status of a failed call when one is known, else 0.
 	StatusCode int
-	// Priority is the call's priority, for EventShed.
+	// Priority is the call's priority, for EventShed and for an EventBulkheadRejected
+	// that the adaptive concurrency limit (dependencymap.Dependency.Adaptive) caused.
 	Priority throttle.Priority
 	// Upstream fingerprints the failed call's own text (its error message or in-band
 	// error): length and a short hash, never the text (see package redact).

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/model"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/bulkhead"
 	"github.com/agentbreaker/agentbreaker/classify"
@@ -57,7 +58,8 @@ type call struct {
 	breaker *breaker.Breaker
 	permit  breaker.Permit
 	bulk    *bulkhead.Bulkhead
-	start   int64 // c.nanos() at admission
+	limit   adaptivelimit.Permit // the dependency's adaptive limit's, when it has one (zero otherwise)
+	start   int64                // c.nanos() at admission
 
 	attempt *retry.Attempt // the retry attempt this call is, when Config.SideEffects.Retry is set
 

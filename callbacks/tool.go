@@ -10,6 +10,7 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/tool"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/bulkhead"
 	"github.com/agentbreaker/agentbreaker/classify"
@@ -133,6 +134,16 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 				return c.shed(ctx, inv, name, dep, b, th.Throttle, pr, args), nil
 			}
 		}
+		var lim adaptivelimit.Permit
+		var refusal map[string]any
+		if !transparent {
+			// A transparent call takes no share of the limit, as it takes no bulkhead
+			// slot: its inner calls take theirs, and their latency is the dependency's.
+			if lim, refusal = c.admitLimit(ctx, inv, name, dep, b, permit, th.Priority, args); refusal != nil {
+				permit.Ignore() // refused for concurrency, never sent: not the dependency's failure
+				return refusal, nil
+			}
+		}
 		var slot *bulkhead.Bulkhead
 		if transparent {
 			// No slot: its inner calls take theirs, and a sub-agent holding one slot
@@ -149,16 +160,17 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 				} else {
 					permit.Ignore()
 				}
+				lim.Release()
 				return c.busy(ctx, inv, name, dep, b, ferr, args, counts), nil
 			}
 			slot = bh
 		}
 		var att *retry.Attempt
 		if c.cfg.SideEffects.Retry != nil {
-			var refusal map[string]any
 			if att, refusal = c.admitRetry(ctx, inv, name, dep, b, args, governed); refusal != nil {
 				// Refused before the dependency was asked: its health is not in question.
 				permit.Ignore()
+				lim.Release()
 				if slot != nil {
 					slot.Release()
 				}
@@ -166,7 +178,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			}
 		}
 		admitted = &call{
-			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, attempt: att, throttle: th.Throttle,
+			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, limit: lim, attempt: att, throttle: th.Throttle,
 			start: c.nanos(), tracked: l == agentLayer || c.cfg.SideEffects.TrackDispatch, transparent: transparent,
 		}
 		c.inFlight.Add(1)
@@ -474,6 +486,7 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 	if cl.attempt != nil {
 		c.finishAttempt(ctx, inv, cl, cls, sent)
 	}
+	c.endLimit(cl, cls, sent)
 	if cl.bulk != nil {
 		cl.bulk.Release()
 	}

@@ -3,6 +3,7 @@ package dependencymap
 import (
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/throttle"
@@ -101,6 +102,12 @@ type Dependency struct {
 	// are shed first. Each key must be one of Tools. Tools not listed are Normal.
 	// Defaults to none.
 	Priorities map[string]throttle.Priority
+	// Adaptive, when set, limits this dependency's calls in flight to a limit learned
+	// from its latency (package adaptivelimit): calls over it are refused at once with
+	// the busy payload, the lowest priorities (Priorities) first, and the refusal never
+	// counts as the dependency's failure. Its Name and Clock are set from the map.
+	// Defaults to nil: no adaptive limit.
+	Adaptive *adaptivelimit.Config
 }
 
 // ModelEndpoint is one model served from one region.
@@ -109,6 +116,10 @@ type ModelEndpoint struct {
 	Region string
 	// Policy overrides ModelDefault field by field.
 	Policy breaker.Policy
+	// Adaptive, when set, limits this endpoint's calls in flight to a limit learned
+	// from its latency, as Dependency.Adaptive does for a tool's dependency; its Name
+	// (the ModelKey) and Clock are set from the map. Defaults to nil: no limit.
+	Adaptive *adaptivelimit.Config
 }
 
 // DefaultToolPolicy holds the defaults of tool dependencies that differ from the breaker

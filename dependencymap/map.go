@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/redact"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
@@ -33,8 +34,9 @@ type Map struct {
 	remembered atomic.Int64
 
 	// Set by New and never changed: only listed dependencies have throttles.
-	throttles map[string]*throttle.Throttle // dependency key -> throttle
-	throttled map[string]Throttled          // tool name -> its throttle and priority
+	throttles map[string]*throttle.Throttle     // dependency key -> throttle
+	throttled map[string]Throttled              // tool name -> its throttle and priority
+	limits    map[string]*adaptivelimit.Limiter // dependency or model key -> adaptive limit
 }
 
 // Throttled is a tool's throttle and priority.
@@ -118,6 +120,9 @@ func New(cfg Config) (*Map, error) {
 		if err := m.addThrottle(key, dep); err != nil {
 			return nil, err
 		}
+		if err := m.addLimiter(key, dep.Adaptive, fmt.Sprintf("dependency %q", key)); err != nil {
+			return nil, err
+		}
 		for i, tool := range dep.Tools {
 			switch other, dup := s.toolOf[tool]; {
 			case tool == "":
@@ -162,6 +167,9 @@ func New(cfg Config) (*Map, error) {
 			return nil, err
 		}
 		s.models[key] = b
+		if err := m.addLimiter(key, me.Adaptive, fmt.Sprintf("Models[%d] (%s)", i, key)); err != nil {
+			return nil, err
+		}
 	}
 	m.snap.Store(s)
 	return m, nil

@@ -245,6 +245,28 @@ var fireScenarios = []fireScenario{
 		firesFrom: minutes(14) + 40*time.Second, firesBy: minutes(15) + 55*time.Second,
 	},
 	{
+		name: "adaptive limit at its floor", alert: "AgentbreakerAdaptiveLimitAtFloor", end: minutes(30),
+		series: []fireSeries{
+			{`agentbreaker_adaptive_limit{case="fires",dependency="search"}`, func(t time.Duration) sample {
+				if t < minutes(4)+40*time.Second {
+					return val(20)
+				}
+				return val(2)
+			}},
+			{`agentbreaker_adaptive_limit_min{case="fires",dependency="search"}`, func(time.Duration) sample { return val(2) }},
+			// At the floor for 9 minutes, then above.
+			{`agentbreaker_adaptive_limit{case="quiet",dependency="maps"}`, func(t time.Duration) sample {
+				if t >= minutes(4)+40*time.Second && t < minutes(13)+40*time.Second {
+					return val(2)
+				}
+				return val(9)
+			}},
+			{`agentbreaker_adaptive_limit_min{case="quiet",dependency="maps"}`, func(time.Duration) sample { return val(2) }},
+		},
+		event:     minutes(4) + 40*time.Second,
+		firesFrom: minutes(14) + 40*time.Second, firesBy: minutes(15) + 55*time.Second,
+	},
+	{
 		name: "breaker open too long", alert: "AgentbreakerBreakerOpenTooLong", end: minutes(40),
 		series: []fireSeries{
 			{`agentbreaker_breaker_open_duration_seconds{case="fires",dependency="crm"}`, age(minutes(3)+20*time.Second, minutes(60))},

@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
@@ -99,12 +100,13 @@ func exerciseTelemetry(t *testing.T, reg prometheus.Registerer) *telemetry.Telem
 	deps := dependencymap.MustNew(dependencymap.Config{
 		Dependencies: map[string]dependencymap.Dependency{
 			"crm":    {Tools: []string{"lookup_customer"}},
-			"search": {Tools: []string{"web_search"}, Throttle: &throttle.Config{}},
+			"search": {Tools: []string{"web_search"}, Throttle: &throttle.Config{}, Adaptive: &adaptivelimit.Config{}},
 		},
 		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
 	})
 	tel.Watch(deps)
 	tel.WatchThrottles(deps)
+	tel.WatchLimits(deps)
 	ctx := context.Background()
 	tel.CallOutcome(ctx, observe.Call{Dependency: "crm", Tool: "lookup_customer", Outcome: classify.Succeeded, Elapsed: time.Millisecond})
 	tel.ShortCircuit(ctx, observe.ShortCircuit{Dependency: "crm", Tool: "lookup_customer", State: breaker.Open})

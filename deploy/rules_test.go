@@ -64,6 +64,7 @@ var issueAlerts = []string{
 	"AgentbreakerJournalIntentsUnreconciled",   // journal intents unreconciled for too long
 	"AgentbreakerFleetLocal",                   // issue 16: a replica's breakers decide without the fleet
 	"AgentbreakerSheddingSustained",            // issue 25: a throttle shedding a quarter of the calls for 10 minutes
+	"AgentbreakerAdaptiveLimitAtFloor",         // issue 34: an adaptive concurrency limit at its floor for 10 minutes
 }
 
 func TestRulesUseExportedMetrics(t *testing.T) {

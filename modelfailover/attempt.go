@@ -13,6 +13,7 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/redact"
@@ -45,6 +46,10 @@ type turn struct {
 	skipped   []string
 	lastRoute *route
 	tried     int // routes called
+	// lim is the adaptive-limit place of the route being tried, while limHeld
+	// (adaptive.go); finish and fail end it.
+	lim     adaptivelimit.Permit
+	limHeld bool
 }
 
 func (t *turn) skip(r *route) {
@@ -53,6 +58,7 @@ func (t *turn) skip(r *route) {
 }
 
 func (t *turn) fail(r *route, c classify.Classification, err error) {
+	t.endLimit(false, c.Class == classify.ClassTimeout)
 	t.notes = append(t.notes, note{idx: r.idx, cause: Cause(c.Class)})
 	t.attempts = append(t.attempts, AttemptError{Route: r.Name, Class: c.Class, Err: err})
 	t.lastRoute = r

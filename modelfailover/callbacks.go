@@ -139,6 +139,9 @@ func (f *Failover) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model
 			continue
 		}
 		if r.idx == 0 || r.LLM == nil {
+			if !f.limit(ctx, r, &p, t) {
+				continue // at its adaptive limit: passed over (adaptive.go)
+			}
 			f.admit(ctx, key, r, p, req, t)
 			return nil, nil
 		}
@@ -215,7 +218,7 @@ func (f *Failover) settleFiltered(key string, pc *pendingCall) {
 func (f *Failover) inline(ctx agent.Context, r *route, p *breaker.Permit, req *model.LLMRequest, t *turn) (*model.LLMResponse, error, bool) {
 	var resp *model.LLMResponse
 	var err error
-	done := f.attempt(ctx, r, p, req, false, t, func(rs *model.LLMResponse, e error) bool {
+	done := f.attemptWithin(ctx, r, p, req, false, t, func(rs *model.LLMResponse, e error) bool {
 		resp, err = rs, e
 		return true
 	})

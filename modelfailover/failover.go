@@ -11,9 +11,11 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
 )
 
 // Failover routes model calls across an ordered list of model endpoints, each
@@ -87,6 +89,7 @@ type route struct {
 	Route
 	idx      int
 	b        *breaker.Breaker
+	lim      *adaptivelimit.Limiter   // the endpoint's adaptive limit, or nil
 	lastFail atomic.Pointer[failInfo] // the last failure reported to b by this Failover
 }
 
@@ -116,7 +119,7 @@ func New(cfg Config) (*Failover, error) {
 		if err != nil {
 			return nil, fmt.Errorf("modelfailover: Routes[%d] (%s): %w", i, r.Name, err)
 		}
-		f.routes = append(f.routes, &route{Route: r, idx: i, b: b})
+		f.routes = append(f.routes, &route{Route: r, idx: i, b: b, lim: cfg.Breakers.Limiter(dependencymap.ModelKey(r.Model, r.Region))})
 	}
 	return f, nil
 }
@@ -176,7 +179,7 @@ func (f *Failover) GenerateContent(ctx context.Context, req *model.LLMRequest, s
 				t.skip(r)
 				continue
 			}
-			if f.attempt(ctx, r, &p, req, stream, t, yield) {
+			if f.attemptWithin(ctx, r, &p, req, stream, t, yield) {
 				return
 			}
 		}

@@ -27,6 +27,7 @@ type failInfo struct {
 // last; nil when no model was called. probe reports that the call was r's
 // half-open probe.
 func (f *Failover) finish(ctx context.Context, t *turn, r *route, s ServedBy, class classify.Class, probe bool) {
+	t.endLimit(s == ServedPrimary || s == ServedFallback, class == classify.ClassTimeout)
 	now := f.clk.Now()
 	f.share.add(now, s)
 	var probed *route

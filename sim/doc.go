@@ -18,6 +18,13 @@
 // (sim/peers runs failsafe-go's adaptive throttler); docs/partial-outages.md shows the
 // tables.
 //
+// RunCliff simulates a latency cliff instead (a dependency that serves a few calls at
+// once and queues the rest, up to the tool timeout) with no limit, the fixed bulkhead
+// and the adaptive concurrency limit (package adaptivelimit) through the real callbacks,
+// and LimitPeers from other modules (sim/peers runs failsafe-go's adaptive limiter);
+// RunHangIncident measures the worker time hanging calls block before the breaker
+// trips, with and without the limit. docs/adaptive-concurrency.md shows both.
+//
 // Replay feeds recorded call records (agentbreaker's slog JSON records or a CSV) through
 // the same real breaker to answer "with this policy, when would it have tripped, how
 // many calls would have reached the dependency while it was down, and how often would

@@ -35,6 +35,7 @@ const (
 	famAbandoned
 	famAbandonedTotal
 	famThrottle // every series of one throttle, read at scrape time
+	famLimit    // every series of one adaptive limit, read at scrape time
 	numFamilies
 )
 
@@ -52,6 +53,7 @@ var familyNames = [numFamilies]string{
 	famAbandoned:      nameAbandoned,
 	famAbandonedTotal: nameAbandonedTotal,
 	famThrottle:       nameThrottleShare, // a throttle's series are folded together
+	famLimit:          nameLimit,         // an adaptive limit's series are folded together
 }
 
 // breakerSeries is how many series one breaker exports: 5 state, 8 single gauges and
@@ -163,10 +165,10 @@ func (c Config) SeriesBound() int {
 	// The "other" rows: the breaker row (no open_seconds_total) with every transition
 	// it could hold, calls and call durations per outcome, short circuits per state,
 	// then bulkhead, retry budget, failovers, route serving, the abandoned gauge and
-	// counter, and the throttle row.
+	// counter, the throttle row and the adaptive-limit row.
 	otherRows := breakerSeries - 1 + maxOtherTransitions +
 		outcomes + outcomes*hist + 5 +
-		4 + 2 + throttleSeries
+		4 + 2 + throttleSeries + limitSeries
 	// The overflow counter (one series per family), the journal gauges, the fallback
 	// ratio and the start time.
 	const fixed = int(numFamilies) + 2 + 1 + 1
@@ -179,7 +181,7 @@ func (c Config) SeriesBound() int {
 
 // DefaultSeriesBound is Config{}.SeriesBound(): the worst case with the default
 // MaxSeries and DurationBuckets.
-const DefaultSeriesBound = DefaultMaxSeries + (breakerSeries - 1 + maxOtherTransitions) + 4 + 4*17 + 5 + 4 + 2 + throttleSeries + int(numFamilies) + 4
+const DefaultSeriesBound = DefaultMaxSeries + (breakerSeries - 1 + maxOtherTransitions) + 4 + 4*17 + 5 + 4 + 2 + throttleSeries + limitSeries + int(numFamilies) + 4
 
 // sanitizeLabel makes v safe as a label value: invalid UTF-8 and control characters
 // become U+FFFD (the Prometheus client refuses invalid UTF-8, and a scrape that

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/telemetry"
@@ -75,7 +76,7 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 		names = 10_000
 	}
 	require.Equal(t, telemetry.DefaultSeriesBound, telemetry.Config{}.SeriesBound())
-	require.Equal(t, 10294, telemetry.DefaultSeriesBound, "the bound written in the godoc")
+	require.Equal(t, 10302, telemetry.DefaultSeriesBound, "the bound written in the godoc")
 	page, err := os.ReadFile("../docs/operations.md")
 	require.NoError(t, err)
 	require.Contains(t, string(page), fmt.Sprintf("**%s with the defaults**", thousands(telemetry.DefaultSeriesBound)),
@@ -108,6 +109,13 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 		throttles[i].Allow(throttle.Low)
 	}
 	tel.WatchThrottles(throttles)
+	limits := make(limitList, 500)
+	for i := range limits {
+		limits[i] = adaptivelimit.MustNew(adaptivelimit.Config{Name: fmt.Sprintf("limited-%03d", i), InitialLimit: 1, MinLimit: 1})
+		_, _ = limits[i].Acquire(throttle.Low)
+		_, _ = limits[i].Acquire(throttle.Low) // refused
+	}
+	tel.WatchLimits(limits)
 
 	ctx := context.Background()
 	outcomes := []classify.Outcome{classify.Succeeded, classify.FailedBeforeSend, classify.Failed, classify.Unknown}
@@ -138,6 +146,8 @@ func TestSeriesBudgetUnderInventedNames(t *testing.T) {
 		`agentbreaker_model_failovers_total{cause="other",from="other",to="other"}`,
 		`agentbreaker_tool_calls_abandoned{tool="other"}`,
 		`agentbreaker_throttle_shed_share{dependency="other"}`,
+		`agentbreaker_adaptive_limit{dependency="other"}`,
+		`agentbreaker_adaptive_limit_refused_total{dependency="other",priority="low"}`,
 		`agentbreaker_telemetry_series_overflow_total{metric="agentbreaker_calls_total"}`,
 	} {
 		require.True(t, strings.Contains(body, want), "%s is not in the exposition", want)
@@ -256,7 +266,11 @@ type throttleList []*throttle.Throttle
 
 func (l throttleList) Throttles() []*throttle.Throttle { return l }
 
-// thousands writes n as the pages do: 10,294.
+type limitList []*adaptivelimit.Limiter
+
+func (l limitList) Limiters() []*adaptivelimit.Limiter { return l }
+
+// thousands writes n as the pages do: 10,302.
 func thousands(n int) string {
 	s := strconv.Itoa(n)
 	for i := len(s) - 3; i > 0; i -= 3 {

@@ -47,7 +47,7 @@
 // a fixed row labelled "other", each such report is counted in
 // agentbreaker_telemetry_series_overflow_total{metric}, and a warning is logged once.
 // Each label also keeps at most Config.MaxLabelValues distinct values. The worst case
-// is Config.SeriesBound() series: DefaultSeriesBound, 10,294, with the defaults. Label
+// is Config.SeriesBound() series: DefaultSeriesBound, 10,302, with the defaults. Label
 // values are sanitised at this edge (invalid UTF-8 and control characters become
 // U+FFFD, values are cut at MaxLabelLength bytes), so no name can make a scrape fail.
 //

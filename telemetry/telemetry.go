@@ -28,7 +28,9 @@ type Telemetry struct {
 	sources  atomic.Pointer[[]BreakerSource] // copy-on-write list read by scrapes and lookups
 	// throttleSources is the same for throttles (WatchThrottles).
 	throttleSources atomic.Pointer[[]ThrottleSource]
-	fleet           atomic.Pointer[FleetSource] // fleet mode's counters and scopes, read by scrapes
+	// limitSources is the same for adaptive limits (WatchLimits).
+	limitSources atomic.Pointer[[]LimitSource]
+	fleet        atomic.Pointer[FleetSource] // fleet mode's counters and scopes, read by scrapes
 
 	budget  *seriesBudget
 	started time.Time // when New ran: agentbreaker_start_time_seconds
@@ -198,6 +200,10 @@ func (t *Telemetry) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- descThrottleShare
 	ch <- descThrottleShed
+	ch <- descLimit
+	ch <- descLimitFloor
+	ch <- descLimitNoLoad
+	ch <- descLimitRefused
 	for _, d := range fleetDescs {
 		ch <- d
 	}
@@ -220,4 +226,5 @@ func (t *Telemetry) Collect(ch chan<- prometheus.Metric) {
 	t.collectBreakers(ch)
 	t.collectGauges(ch)
 	t.collectThrottles(ch)
+	t.collectLimits(ch)
 }

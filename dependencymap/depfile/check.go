@@ -91,10 +91,11 @@ func (d *Document) check() {
 		}
 		own := d.policyOf(m.Policy, where+".policy")
 		d.checkPolicy(dependencymap.MergePolicy(modelDefault, own), where+".policy", m.Policy, "model_default", &f.ModelDefault, "model "+key)
+		d.checkAdaptive(where, m.Adaptive)
 	}
 }
 
-// checkExtras checks a dependency's probe, throttle and priorities.
+// checkExtras checks a dependency's probe, throttle, adaptive limit and priorities.
 func (d *Document) checkExtras(where string, dep Dependency) {
 	if dep.Probe != nil && dep.Probe.Timeout != "" {
 		if v, err := time.ParseDuration(dep.Probe.Timeout); err != nil || v <= 0 {
@@ -108,6 +109,7 @@ func (d *Document) checkExtras(where string, dep Dependency) {
 			d.at(where+".throttle."+tp.key, tp.value, "%s", tp.message)
 		}
 	}
+	d.checkAdaptive(where, dep.Adaptive)
 	if _, tool := priorities(dep.Priorities); tool != "" {
 		d.at(where+".priorities."+tool, dep.Priorities[tool], "want low, normal, high or critical")
 	}

@@ -42,6 +42,9 @@ type Dependency struct {
 	Throttle *Throttle `json:"throttle" yaml:"throttle"`
 	// Priorities maps tool names to low, normal, high or critical.
 	Priorities map[string]string `json:"priorities" yaml:"priorities"`
+	// Adaptive turns the dependency's adaptive concurrency limit on (an empty object:
+	// the defaults).
+	Adaptive *Adaptive `json:"adaptive" yaml:"adaptive"`
 }
 
 // Probe is dependencymap.Probe on disk: a health URL (a Go function cannot be
@@ -64,6 +67,8 @@ type Model struct {
 	Model  string `json:"model" yaml:"model"`
 	Region string `json:"region" yaml:"region"`
 	Policy Policy `json:"policy" yaml:"policy"`
+	// Adaptive turns the endpoint's adaptive concurrency limit on.
+	Adaptive *Adaptive `json:"adaptive" yaml:"adaptive"`
 }
 
 // Policy is breaker.Policy on disk. Absent fields inherit.
@@ -148,10 +153,13 @@ func (f File) convert() dependencymap.Config {
 		}
 		dep.Throttle, _ = fd.Throttle.config()
 		dep.Priorities, _ = priorities(fd.Priorities)
+		dep.Adaptive, _ = fd.Adaptive.config()
 		cfg.Dependencies[key] = dep
 	}
 	for _, m := range f.Models {
-		cfg.Models = append(cfg.Models, dependencymap.ModelEndpoint{Model: m.Model, Region: m.Region, Policy: d.policyOf(m.Policy, "")})
+		me := dependencymap.ModelEndpoint{Model: m.Model, Region: m.Region, Policy: d.policyOf(m.Policy, "")}
+		me.Adaptive, _ = m.Adaptive.config()
+		cfg.Models = append(cfg.Models, me)
 	}
 	return cfg
 }

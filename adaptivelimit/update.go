@@ -1,0 +1,94 @@
+package adaptivelimit
+
+import "math"
+
+// update recomputes the limit when an update is due. The caller read due; the lock is
+// only tried, so a call that finds another update running goes on at once.
+func (l *Limiter) update(now int64) {
+	if !l.mu.TryLock() {
+		return
+	}
+	defer l.mu.Unlock()
+	if now < l.due.Load() {
+		return // another update ran first
+	}
+	c := &l.cfg
+	l.due.Store(now + int64(c.UpdateInterval))
+	nl := float64(l.noLoad.Load())
+	tol := 1 + c.Tolerance
+	age := l.inFlightAge(now)
+	overdue := nl > 0 && age > 2*nl*tol
+	if l.sampleN.Load() < int64(c.MinSamples) && !overdue {
+		return // too few samples: keep them for the next update
+	}
+	sum, n := l.sampleSum.Swap(0), l.sampleN.Swap(0)
+	least := l.sampleMin.Swap(math.MaxInt64)
+	peak := l.peak.Swap(l.inFlight.Load())
+
+	if l.measuring.Load() && l.measureN.Load() >= int64(c.MinSamples) {
+		// The measurement is complete: its minimum is the no-load latency, higher or
+		// lower than the last one.
+		nl = float64(l.measureMin.Load())
+		l.measuring.Store(false)
+		l.refresh = now + int64(c.NoLoadInterval)
+	}
+	if least < math.MaxInt64 && (nl == 0 || float64(least) < nl) {
+		// A call that succeeded this fast shows the dependency can answer this fast:
+		// the no-load latency is never above it.
+		if nl == 0 {
+			l.refresh = now + int64(c.NoLoadInterval)
+		}
+		nl = float64(least)
+	}
+	if nl == 0 {
+		return // nothing succeeded yet: nothing to compare latency with
+	}
+	l.noLoad.Store(int64(nl))
+
+	sample := age
+	if n > 0 {
+		sample = max(sample, float64(sum)/float64(n))
+	}
+	target := nl * tol
+	limit := l.limitF
+	switch {
+	case sample > target:
+		// Above the target: the limit falls in proportion (Envoy's gradient,
+		// clamped at halving per update).
+		limit *= max(0.5, target/sample)
+	case float64(peak) >= limit/2:
+		// Near the no-load latency and the limit in use: it rises by its square root
+		// (Envoy's headroom), so it grows fast from a small limit and gently from a
+		// large one. A limit less than half used is not raised: nothing showed the
+		// dependency can take more.
+		limit += math.Sqrt(limit)
+	}
+	l.limitF = min(max(limit, float64(c.MinLimit)), float64(c.MaxLimit))
+	eff := int64(math.Round(l.limitF))
+
+	if !l.measuring.Load() && l.refresh > 0 && now >= l.refresh {
+		// Measure the no-load latency again under half the limit, which drains the
+		// dependency's queue if the limit crept above its capacity (a windowed minimum
+		// taken under a standing queue would only rise with it).
+		l.held = max(int64(c.MinLimit), eff/2)
+		l.measureMin.Store(math.MaxInt64)
+		l.measureN.Store(0)
+		l.measureFrom.Store(now)
+		l.measuring.Store(true)
+	}
+	if l.measuring.Load() {
+		eff = min(eff, l.held)
+	}
+	l.limit.Store(eff)
+}
+
+// inFlightAge returns the mean age of the calls in flight in ns, 0 when none: a call
+// that hangs shows in it long before it finishes. The two counters are read one after
+// the other, so under concurrent calls it is approximate.
+func (l *Limiter) inFlightAge(now int64) float64 {
+	n := l.inFlight.Load()
+	if n <= 0 {
+		return 0
+	}
+	return max(0, float64(n*now-l.startSum.Load())/float64(n))
+}
