@@ -469,7 +469,16 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 			r.Verdict = breaker.Ignore
 		}
 	}
+	var before breaker.State
+	if c.spans != nil {
+		before = cl.breaker.State()
+	}
 	cl.permit.Report(r)
+	if c.spans != nil && cl.breaker.State() != before {
+		// This report moved the breaker (it tripped, or a probe settled): the
+		// transition belongs on this call's execute_tool span.
+		c.observeTransition(cl.ctx, cl.dep, cl.tool)
+	}
 	c.noteHold(cl, cls)
 	if cl.attempt != nil {
 		c.finishAttempt(ctx, inv, cl, cls, sent)
