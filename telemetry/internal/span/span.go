@@ -153,3 +153,9 @@ func Transition(e breaker.Event) Decision {
 		From: e.From.String(), To: e.To.String(), Cause: e.Cause.String(), Reason: e.Reason, Generation: e.Generation,
 		WindowCalls: e.Window.Calls, WindowFailed: e.Window.Failures, HealthProbe: e.HealthProbe}
 }
+
+// Recording reports whether the span in ctx records, so callers can skip building a
+// Decision nobody keeps.
+func Recording(ctx context.Context) bool {
+	return ctx != nil && trace.SpanFromContext(ctx).IsRecording()
+}
