@@ -34,8 +34,9 @@ var epoch = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 // a registry of its own: what a Prometheus server scraping an OpenTelemetry-instrumented
 // process reads.
 type otelPath struct {
-	m   *otelmetrics.Metrics
-	reg *prometheus.Registry
+	m      *otelmetrics.Metrics
+	reg    *prometheus.Registry
+	reader *sdkmetric.ManualReader // the same instruments, read by the SDK's manual reader
 }
 
 func newOTelPath(t *testing.T, cfg otelmetrics.Config) otelPath {
@@ -43,12 +44,13 @@ func newOTelPath(t *testing.T, cfg otelmetrics.Config) otelPath {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutTargetInfo())
 	require.NoError(t, err)
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	cfg.MeterProvider = mp
 	m, err := otelmetrics.New(cfg)
 	require.NoError(t, err)
-	return otelPath{m: m, reg: reg}
+	return otelPath{m: m, reg: reg, reader: reader}
 }
 
 // sample is one series of a gathered family, as a Prometheus server stores it: a
