@@ -20,7 +20,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
@@ -195,3 +197,40 @@ func (stubFleet) SyncErrors() iter.Seq2[string, int64] {
 }
 
 func otelConfig(maxSeries int) otelmetrics.Config { return otelmetrics.Config{MaxSeries: maxSeries} }
+
+// collectReader reads every instrument by name: its values by attribute set
+// ("k=v,k=v", keys sorted); a histogram's value is its count.
+func collectReader(t *testing.T, r *sdkmetric.ManualReader) map[string]map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, r.Collect(context.Background(), &rm))
+	out := map[string]map[string]float64{}
+	key := func(s attribute.Set) string {
+		var parts []string
+		for _, kv := range s.ToSlice() {
+			parts = append(parts, string(kv.Key)+"="+kv.Value.String())
+		}
+		return strings.Join(parts, ",")
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			pts := map[string]float64{}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[float64]:
+				for _, p := range d.DataPoints {
+					pts[key(p.Attributes)] = p.Value
+				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					pts[key(p.Attributes)] = p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					pts[key(p.Attributes)] = float64(p.Count)
+				}
+			}
+			out[m.Name] = pts
+		}
+	}
+	return out
+}
