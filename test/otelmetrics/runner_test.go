@@ -109,7 +109,7 @@ func TestRunnerIncidentThroughOTel(t *testing.T) {
 
 	c := collectReader(t, reader)
 	require.Equal(t, map[string]float64{
-		"dependency=billing,error_class=none,outcome=SUCCEEDED,tool=get_invoice":    3,
+		"dependency=billing,error_class=none,outcome=SUCCEEDED,tool=get_invoice":  3,
 		"dependency=billing,error_class=http_5xx,outcome=FAILED,tool=get_invoice": 2,
 	}, c["agentbreaker.calls"])
 	require.Equal(t, map[string]float64{"dependency=billing,state=open,tool=get_invoice": 1}, c["agentbreaker.short_circuits"])
