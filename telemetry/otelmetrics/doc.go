@@ -23,11 +23,12 @@
 //	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: om}})
 //
 // The model failover wrapper takes om.ModelObserver() (then Watch the Failover),
-// tooltimeout takes om.ToolAbandoned, the retry orchestrator telemetry.RetryHook(om)
-// and the journal watcher om as its Observer (those two helpers live in package
-// telemetry, which imports Prometheus; calling om.RetryBudgetExhausted and
-// om.JournalPending yourself avoids it). To feed both paths, give each its own
-// listener and Observer.
+// tooltimeout.Config.OnAbandon takes om.ToolAbandoned and retry.Config.OnAttempt
+// om.RetryHook(). The journal's backlog reaches the journal gauges through
+// om.JournalPending: telemetry.WatchJournal takes om as its Observer, or, without
+// importing package telemetry (which links the Prometheus client), read
+// journal.Journal.Backlog on a ticker and hand the result to om.JournalPending. To
+// feed both paths, give each its own listener and Observer.
 //
 // # Instruments
 //

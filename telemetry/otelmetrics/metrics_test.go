@@ -12,6 +12,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
+	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 	"github.com/agentbreaker/agentbreaker/telemetry/otelmetrics"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
@@ -202,4 +203,17 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.TransitionDuring(ctx, "x")
 	m.Watch(nil)
 	require.NoError(t, m.Close())
+}
+
+// TestRetryHookCountsSpentBudgets: the hook counts an operation the budget stopped,
+// once, and nothing else.
+func TestRetryHookCountsSpentBudgets(t *testing.T) {
+	t.Parallel()
+	m, reader := newMetrics(t, otelmetrics.Config{})
+	hook := m.RetryHook()
+	ctx := context.Background()
+	hook(ctx, retry.Event{Dependency: "crm", Stop: retry.ReasonBudgetExhausted})
+	hook(ctx, retry.Event{Dependency: "crm", Stop: retry.ReasonBudgetExhausted, Retry: true})
+	hook(ctx, retry.Event{Dependency: "crm"})
+	require.Equal(t, map[string]float64{"dependency=crm": 1}, collect(t, reader).points(t, "agentbreaker.retry_budget.exhausted"))
 }
