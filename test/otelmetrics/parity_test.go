@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -131,7 +132,7 @@ func (b *both) exercise(t *testing.T) {
 			{Model: "pro", Region: "a", LLM: scriptedLLM{name: "pro", fail: &fail}},
 			{Model: "pro", Region: "b", LLM: scriptedLLM{name: "pro", fail: new(bool)}},
 		},
-		Breakers: deps, Clock: b.clk,
+		Breakers: deps, Clock: b.clk, Logger: slog.New(slog.DiscardHandler),
 		Observer: fanModels{b.tel.ModelObserver(), b.otel.m.ModelObserver()},
 	})
 	b.tel.ModelObserver().Watch(f)
