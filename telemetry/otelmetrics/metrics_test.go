@@ -78,6 +78,7 @@ func TestEveryInstrumentIsCollected(t *testing.T) {
 	for name := range allInstruments {
 		want = append(want, name)
 	}
+	require.ElementsMatch(t, otelmetrics.InstrumentNames(), want, "allInstruments lists every row of the table")
 	require.ElementsMatch(t, want, c.names())
 	for name, unit := range allInstruments {
 		require.Equal(t, unit, c[name].Unit, name)
