@@ -27,7 +27,7 @@ import (
 var epoch = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 
 // newMetrics builds a Metrics on an SDK meter provider read by a manual reader.
-func newMetrics(t *testing.T, cfg otelmetrics.Config) (*otelmetrics.Metrics, *sdkmetric.ManualReader) {
+func newMetrics(t testing.TB, cfg otelmetrics.Config) (*otelmetrics.Metrics, *sdkmetric.ManualReader) {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
