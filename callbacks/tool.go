@@ -94,6 +94,10 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		if !transparent {
 			noteInner(inv, dep, nil) // the agent tools this call runs under reach dep
 		}
+		var before breaker.State
+		if c.spans != nil {
+			before = b.State()
+		}
 		if transparent {
 			// An agent tool whose own calls guard dep: never the probe, never judged.
 			permit, err = transparentAllow(b)
@@ -111,6 +115,11 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 				return p, nil
 			}
 			return c.shortCircuit(ctx, inv, name, dep, b, err, args), nil
+		}
+		if c.spans != nil && b.State() != before {
+			// This admission moved the breaker (its cooldown was over: it is half-open
+			// and this call is the probe): the transition belongs on this call's span.
+			c.observeTransition(ctx, dep, name)
 		}
 		th := c.deps.ThrottleFor(name)
 		if transparent {

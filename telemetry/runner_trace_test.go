@@ -101,8 +101,12 @@ func TestPluginDecisionsLandOnADKToolSpans(t *testing.T) {
 	}
 
 	probe := toolSpan(t, spans, id(7))
-	require.Equal(t, []string{"agentbreaker.transition", "agentbreaker.probe"}, eventNames(probe))
+	// Its admission moved the breaker to half-open, its success closed it.
+	require.Equal(t, []string{"agentbreaker.transition", "agentbreaker.transition", "agentbreaker.probe"}, eventNames(probe))
 	require.Subset(t, attrMap(probe.Events()[0].Attributes), map[string]any{
+		"agentbreaker.from": "open", "agentbreaker.to": "half_open", "agentbreaker.cause": "cooldown_elapsed",
+	})
+	require.Subset(t, attrMap(probe.Events()[1].Attributes), map[string]any{
 		"agentbreaker.from": "half_open", "agentbreaker.to": "closed", "agentbreaker.cause": "probe_succeeded",
 	})
 	require.Subset(t, attrMap(probe.Attributes()), map[string]any{

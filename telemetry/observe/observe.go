@@ -138,8 +138,8 @@ type Spans interface {
 	// Shed reports a call the throttle held back, with the call's context.
 	Shed(ctx context.Context, s Shed)
 	// TransitionDuring reports that the dependency's breaker changed state while the
-	// call in ctx reported its outcome to it (its report tripped or closed the
-	// breaker). The transition itself arrived before, through BreakerEvent, which has
-	// no context.
+	// call in ctx was admitted (the cooldown was over: it became the half-open probe)
+	// or reported its outcome (its report tripped or closed the breaker). The
+	// transition itself arrived before, through BreakerEvent, which has no context.
 	TransitionDuring(ctx context.Context, dependency string)
 }

@@ -53,9 +53,9 @@ func attrs(kvs []attribute.KeyValue) map[string]any {
 // TestRunnerIncidentThroughOTel runs the callbacks plugin in adk-go's real runner with
 // an otelmetrics.Metrics as its Observer, against an HTTP tool whose server counts the
 // requests it got: the calls, the trip, the short-circuits and the probe that closes
-// the breaker reach the instruments (read by the SDK's manual reader), and the trip
-// and the close land as "agentbreaker.transition" events on the execute_tool spans of
-// the calls that caused them.
+// the breaker reach the instruments (read by the SDK's manual reader), and the trip,
+// the move to half-open and the close land as "agentbreaker.transition" events on the
+// execute_tool spans of the calls that caused them.
 func TestRunnerIncidentThroughOTel(t *testing.T) {
 	rec := globalSpans()
 	clk := clock.NewFake(epoch)
@@ -134,8 +134,10 @@ func TestRunnerIncidentThroughOTel(t *testing.T) {
 	})
 	require.Equal(t, "agentbreaker.attempt", trip[1].Name)
 	require.Equal(t, "agentbreaker.short_circuit", found["otel-5"][0].Name)
+	// The probe's admission moved the breaker to half-open, its success closed it.
 	probe := found["otel-6"]
-	require.Len(t, probe, 2)
-	require.Subset(t, attrs(probe[0].Attributes), map[string]any{"agentbreaker.from": "half_open", "agentbreaker.to": "closed", "agentbreaker.cause": "probe_succeeded"})
-	require.Equal(t, "agentbreaker.probe", probe[1].Name)
+	require.Len(t, probe, 3)
+	require.Subset(t, attrs(probe[0].Attributes), map[string]any{"agentbreaker.from": "open", "agentbreaker.to": "half_open", "agentbreaker.cause": "cooldown_elapsed"})
+	require.Subset(t, attrs(probe[1].Attributes), map[string]any{"agentbreaker.from": "half_open", "agentbreaker.to": "closed", "agentbreaker.cause": "probe_succeeded"})
+	require.Equal(t, "agentbreaker.probe", probe[2].Name)
 }
