@@ -85,7 +85,7 @@
 // the model. [AnnotateSpan] adds a breaker decision to whatever span the context holds,
 // as attributes (the latest decision) and as an event (every decision); the methods of
 // [Telemetry] that take a context do it for you. As an observe.Spans, a Telemetry also
-// puts on a call's span the breaker transition its report caused
+// puts on a call's span the breaker transition its admission or report caused
 // ("agentbreaker.transition", with the keys of the transition's log record) and the
 // call a throttle shed ("agentbreaker.shed"); the tool callbacks call it.
 //

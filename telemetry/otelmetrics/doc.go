@@ -63,6 +63,6 @@
 // execute_tool or generate_content span), exactly as package telemetry records it:
 // short-circuits, attempts, probes, bulkhead rejections, spent retry budgets, failovers,
 // abandoned calls, sheds ("agentbreaker.shed") and the breaker transitions a call's
-// report caused ("agentbreaker.transition", with the keys of the transition's log
-// record under "agentbreaker.").
+// admission or report caused ("agentbreaker.transition", with the keys of the
+// transition's log record under "agentbreaker.").
 package otelmetrics
