@@ -41,7 +41,7 @@ type otelPath struct {
 	reader *sdkmetric.ManualReader // the same instruments, read by the SDK's manual reader
 }
 
-func newOTelPath(t *testing.T, cfg otelmetrics.Config) otelPath {
+func newOTelPath(t testing.TB, cfg otelmetrics.Config) otelPath {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutTargetInfo())
