@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
@@ -15,13 +17,23 @@ import (
 // TestOTelPathAllocatesNoMoreThanPrometheus measures, through the observer interface
 // the callbacks call, the allocations of each call-path report on both paths once its
 // series exists: the OpenTelemetry adapter (on the SDK, exported by the Prometheus
-// exporter) allocates no more than the Prometheus telemetry.
+// exporter) allocates no more than the Prometheus telemetry, without a span and in a
+// context whose span records (adk-go's execute_tool span with tracing on: both then
+// annotate it, and the SDK may take the measurement as an exemplar).
 func TestOTelPathAllocatesNoMoreThanPrometheus(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
+	traced, span := tp.Tracer("test").Start(context.Background(), "execute_tool lookup_customer")
+	defer span.End()
+	for name, ctx := range map[string]context.Context{"untraced": context.Background(), "traced": traced} {
+		t.Run(name, func(t *testing.T) { allocsNoMore(t, ctx) })
+	}
+}
+
+func allocsNoMore(t *testing.T, ctx context.Context) {
 	b := newBoth(t, 0, 0)
-	ctx := context.Background()
 	call := observe.Call{Dependency: "crm", Tool: "lookup_customer", Outcome: classify.Failed, Class: classify.ClassHTTP5xx, Elapsed: 30 * time.Millisecond}
 	short := observe.ShortCircuit{Dependency: "crm", Tool: "lookup_customer", State: breaker.Open, RetryAfter: time.Second}
 	reports := []struct {
