@@ -196,8 +196,6 @@ func (stubFleet) SyncErrors() iter.Seq2[string, int64] {
 	return func(yield func(string, int64) bool) { yield("timeout", 2) }
 }
 
-func otelConfig(maxSeries int) otelmetrics.Config { return otelmetrics.Config{MaxSeries: maxSeries} }
-
 // collectReader reads every instrument by name: its values by attribute set
 // ("k=v,k=v", keys sorted); a histogram's value is its count.
 func collectReader(t *testing.T, r *sdkmetric.ManualReader) map[string]map[string]float64 {

@@ -19,7 +19,9 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
+	"github.com/agentbreaker/agentbreaker/telemetry"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
+	"github.com/agentbreaker/agentbreaker/telemetry/otelmetrics"
 	"github.com/agentbreaker/agentbreaker/throttle"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
@@ -200,10 +202,30 @@ func TestOTelPathFoldsLikePrometheus(t *testing.T) {
 	}
 	require.Contains(t, got, `agentbreaker_calls_total{dependency="other",error_class="other",outcome="FAILED",tool="other"}`)
 	require.Positive(t, got[`agentbreaker_telemetry_series_overflow_total{metric="agentbreaker_calls_total"}`].value)
-	require.LessOrEqual(t, len(got), b.otelBound())
-	t.Logf("%d series on each path (bound %d)", len(got), b.otelBound())
+	bound := otelmetrics.Config{MaxSeries: 300}.SeriesBound()
+	require.LessOrEqual(t, len(got), bound)
+	t.Logf("%d series on each path (bound %d)", len(got), bound)
 }
 
-func (b *both) otelBound() int {
-	return otelConfig(300).SeriesBound()
+// TestSeriesBoundsAgree: both paths promise the same worst case for the same caps.
+func TestSeriesBoundsAgree(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		series  int
+		buckets []float64
+		fleet   bool
+	}{{0, nil, false}, {300, nil, true}, {50, []float64{1, 2, 3}, false}} {
+		pc := telemetry.Config{MaxSeries: tc.series, DurationBuckets: tc.buckets}
+		oc := otelmetrics.Config{MaxSeries: tc.series, DurationBuckets: tc.buckets}
+		if tc.fleet {
+			pc.Fleet, oc.Fleet = stubFleet{}, stubFleet{}
+		}
+		require.Equal(t, pc.SeriesBound(), oc.SeriesBound(), "%+v", tc)
+	}
+	require.Equal(t, telemetry.DefaultSeriesBound, otelmetrics.Config{}.SeriesBound())
+	require.Equal(t, telemetry.DefaultMaxSeries, otelmetrics.DefaultMaxSeries)
+	require.Equal(t, telemetry.DefaultMaxLabelValues, otelmetrics.DefaultMaxLabelValues)
+	require.Equal(t, telemetry.DefaultDurationBuckets, otelmetrics.DefaultDurationBuckets)
+	require.Equal(t, telemetry.FleetSeries, otelmetrics.FleetSeries)
+	require.Equal(t, telemetry.FleetErrorClasses, otelmetrics.FleetErrorClasses)
 }
