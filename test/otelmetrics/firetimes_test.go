@@ -29,9 +29,9 @@ import (
 // the SDK, driven through each alert's incident by real breakers, throttles and
 // reports on a fake clock, gathered from OpenTelemetry's Prometheus exporter every 15 s
 // at three scrape phases, exactly as deploy's TestAlertFireTimes scrapes its synthetic
-// series. Each alert must first fire inside the window deploy/README.md documents (the
-// same windows deploy's test checks), and the series of an incident that must not
-// fire (a second process, instance "b") never fire it.
+// series. Each alert must first fire inside the window the alert table of
+// docs/operations.md documents (the windows deploy's test measures), and the series of
+// an incident that must not fire (a second process, instance "b") never fire it.
 
 const (
 	rulesFile   = "../../deploy/prometheus/agentbreaker.rules.yml"
@@ -54,8 +54,10 @@ type otelScenario struct {
 	end         time.Duration
 	fires       incident // instance "a", case="fires"
 	quiet       incident // instance "b", case="quiet"; nil when none
-	// The window of the first firing, as deploy/README.md documents it and deploy's
-	// fire-time scenario of the same name checks.
+	// event is when the thing the alert is about happened; the window of the first
+	// firing, [firesFrom, firesBy], is the one the alert table of docs/operations.md
+	// documents from it (checked), which deploy's fire-time scenarios measure.
+	event              time.Duration
 	firesFrom, firesBy time.Duration
 	// stopsBy, when set, is the evaluation by which firing must have stopped;
 	// otherwise it fires to the end.
@@ -169,6 +171,7 @@ var otelScenarios = []otelScenario{
 				m.Failover(t.Context(), observe.Failover{From: "pro@eu", To: "pro@us", Cause: "probe_succeeded"})
 			})
 		},
+		event:     sec(9, 37),
 		firesFrom: sec(9, 37), firesBy: sec(9, 37) + scrapeEvery + evalEvery,
 		stopsBy: sec(9, 37) + 5*time.Minute + scrapeEvery + evalEvery, settle: 6 * time.Minute,
 	},
@@ -192,11 +195,13 @@ var otelScenarios = []otelScenario{
 				}
 			}
 		},
+		event:     sec(5, 20),
 		firesFrom: sec(20, 20), firesBy: sec(21, 35),
 	},
 	{
 		name: "sustained shedding", alert: "AgentbreakerSheddingSustained", end: minutes(30),
 		fires: shedding(sec(4, 40), minutes(60)), quiet: shedding(sec(4, 40), sec(13, 40)),
+		event:     sec(4, 40),
 		firesFrom: sec(14, 40), firesBy: sec(15, 55),
 	},
 	{
@@ -217,6 +222,7 @@ var otelScenarios = []otelScenario{
 				}
 			}
 		},
+		event:     sec(3, 20),
 		firesFrom: sec(18, 20), firesBy: sec(19, 20),
 	},
 	{
@@ -228,6 +234,7 @@ var otelScenarios = []otelScenario{
 		quiet: func(t *testing.T, m *otelmetrics.Metrics, clk *clock.Fake) func(time.Duration) {
 			return trips(t, mapOf(t, m, clk, "search", policy(30*time.Second)), sec(1, 7), sec(3, 44), sec(5, 2), sec(36, 8), sec(37, 18), sec(38, 28))
 		},
+		event:     sec(23, 5),
 		firesFrom: sec(23, 5), firesBy: sec(23, 5) + scrapeEvery + evalEvery,
 		stopsBy: sec(32, 10) + scrapeEvery + evalEvery,
 	},
@@ -263,6 +270,7 @@ var otelScenarios = []otelScenario{
 				}
 			}
 		},
+		event:     sec(6, 40),
 		firesFrom: sec(11, 40), firesBy: sec(12, 55),
 	},
 	{
@@ -291,6 +299,7 @@ var otelScenarios = []otelScenario{
 				}
 			}
 		},
+		event:     sec(9, 10),
 		firesFrom: sec(19, 10), firesBy: sec(20, 25),
 	},
 	{
@@ -315,6 +324,7 @@ var otelScenarios = []otelScenario{
 				}
 			}
 		},
+		event:     sec(2, 50),
 		firesFrom: sec(17, 50), firesBy: sec(18, 50),
 	},
 	{
@@ -334,6 +344,7 @@ var otelScenarios = []otelScenario{
 			m.WatchFleet(fleetScopes{local: func() bool { return now >= sec(3, 10) && now < sec(8, 0) }})
 			return func(at time.Duration) { now = at }
 		},
+		event:     sec(6, 40),
 		firesFrom: sec(11, 40), firesBy: sec(12, 55),
 	},
 }
@@ -513,6 +524,33 @@ func TestAlertsFireOnOTelSeries(t *testing.T) {
 	for _, a := range alerts {
 		require.True(t, covered[a], "%s has no scenario on the OpenTelemetry path", a)
 	}
+	documented := documentedWindows(t)
+	for _, sc := range otelScenarios {
+		w, ok := documented[sc.alert]
+		require.True(t, ok, "%s is not in the alert table", sc.alert)
+		require.Equal(t, w, [2]time.Duration{sc.firesFrom - sc.event, sc.firesBy - sc.event},
+			"%s: the scenario's window is not the documented one", sc.name)
+	}
+}
+
+var alertRow = regexp.MustCompile("(?m)^\\| `(Agentbreaker\\w+)` \\|[^|]*\\| \\+(\\w+) to \\+(\\w+) [^|]*\\|")
+
+// documentedWindows reads the alert table of docs/operations.md: each alert's first
+// firing, from the event it is about.
+func documentedWindows(t *testing.T) map[string][2]time.Duration {
+	t.Helper()
+	raw, err := os.ReadFile("../../docs/operations.md")
+	require.NoError(t, err)
+	out := map[string][2]time.Duration{}
+	for _, m := range alertRow.FindAllStringSubmatch(string(raw), -1) {
+		from, err := time.ParseDuration(m[2])
+		require.NoError(t, err)
+		by, err := time.ParseDuration(m[3])
+		require.NoError(t, err)
+		out[m[1]] = [2]time.Duration{from, by}
+	}
+	require.NotEmpty(t, out)
+	return out
 }
 
 // needPromtool finds promtool, or skips (fails under CI=true, where CI installs
