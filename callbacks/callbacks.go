@@ -45,6 +45,7 @@ type Callbacks struct {
 	log     *slog.Logger
 	onEvent func(Event)
 	obs     observe.Calls // nil: none
+	spans   observe.Spans // obs, when it records transitions and sheds on spans; else nil
 	clk     clock.Clock
 	idle    time.Duration
 
@@ -101,6 +102,7 @@ func New(cfg Config) (*Callbacks, error) {
 		log:         cfg.Observability.Logger,
 		onEvent:     cfg.Observability.OnEvent,
 		obs:         cfg.Observability.Observer,
+		spans:       spansOf(cfg.Observability.Observer),
 		clk:         cfg.Clock,
 		idle:        cfg.IdleInvocationTimeout,
 		exemptNames: map[string]bool{},

@@ -38,6 +38,24 @@ func (c *Callbacks) observeCall(ctx context.Context, cl *call, callID string, cl
 	})
 }
 
+// spansOf returns obs when it also records transitions and sheds on spans.
+func spansOf(obs observe.Calls) observe.Spans {
+	s, _ := obs.(observe.Spans)
+	return s
+}
+
+// observeTransition tells the Observer that the call in ctx moved its breaker.
+func (c *Callbacks) observeTransition(ctx context.Context, dep, tool string) {
+	defer c.recoverObserver("TransitionDuring", dep, tool, "")
+	c.spans.TransitionDuring(ctx, dep)
+}
+
+// observeShed reports a call the throttle held back.
+func (c *Callbacks) observeShed(ctx context.Context, dep, tool, callID, priority string) {
+	defer c.recoverObserver("Shed", dep, tool, callID)
+	c.spans.Shed(ctx, observe.Shed{Dependency: dep, Tool: tool, Priority: priority, RequestID: invocationOf(ctx)})
+}
+
 // invocationOf returns the adk-go invocation ID of ctx: the request_id of every record
 // (the function call ID goes under function_call_id, from the same context), as the
 // bulkhead and retry-budget records have it.

@@ -116,6 +116,9 @@ func (c *Callbacks) shed(ctx agent.Context, inv *invocation, tool, dep string, b
 		BreakerState: breaker.Closed, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count, Priority: pr}
 	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: dependency partly overloaded; call shed by its throttle",
 		slog.String("priority", pr.String()))
+	if c.spans != nil {
+		c.observeShed(ctx, dep, tool, e.CallID, pr.String())
+	}
 	if d.FirstFirm {
 		e.Kind = EventLoopGuardFirm
 		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling a partly overloaded tool; payload is now firm")

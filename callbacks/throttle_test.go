@@ -19,6 +19,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
@@ -32,6 +33,7 @@ type throttled struct {
 	search tool.Tool
 	fc     *clock.Fake
 	retry  *retry.Retrier // Config.SideEffects.Retry, when set
+	obs    observe.Calls  // Config.Observability.Observer, when set
 
 	mu     sync.Mutex
 	events []callbacks.Event
@@ -77,6 +79,7 @@ func (x *throttled) run(t *testing.T, ctx context.Context, state map[string]any,
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: x.deps, Clock: x.fc,
 		SideEffects: callbacks.SideEffects{Retry: x.retry},
 		Observability: callbacks.Observability{
+			Observer: x.obs,
 			OnEvent: func(e callbacks.Event) {
 				x.mu.Lock()
 				x.events = append(x.events, e)
@@ -125,6 +128,43 @@ func TestThrottleShedsACallWithThePayloadThroughTheRunner(t *testing.T) {
 	require.Zero(t, crm.Snapshot().Window.Calls, "the breaker learns nothing from a shed call")
 	require.Contains(t, x.kinds(), callbacks.EventShed)
 	require.Equal(t, uint64(1), x.th.Shed(throttle.Normal), "the call the model made")
+}
+
+// spanObserver records what the callbacks hand to an Observer's optional Spans side.
+type spanObserver struct {
+	observe.Nop
+	mu    sync.Mutex
+	sheds []observe.Shed
+	ids   []string // function call IDs of the sheds' contexts
+}
+
+func (o *spanObserver) Shed(ctx context.Context, s observe.Shed) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sheds = append(o.sheds, s)
+	if c, ok := ctx.(interface{ FunctionCallID() string }); ok {
+		o.ids = append(o.ids, c.FunctionCallID())
+	}
+}
+
+func (o *spanObserver) TransitionDuring(context.Context, string) {}
+
+// TestShedReachesAnObserverWithSpans: a call the throttle sheds is handed, with the
+// call's own context (which carries its execute_tool span), to an Observer that
+// implements observe.Spans; the telemetry packages put it on that span.
+func TestShedReachesAnObserverWithSpans(t *testing.T) {
+	t.Parallel()
+	x := newThrottled(t, nil, breaker.Policy{})
+	obs := &spanObserver{}
+	x.obs = obs
+	x.fill(20, 2)
+	x.highMix()
+	turn := x.run(t, context.Background(), nil, searchCall(), breakertest.Text("later"))
+	require.Equal(t, payloads.TypeShed, turn.FunctionResponses()[0].Response["response_type"])
+	require.Zero(t, x.srv.Requests())
+	require.Equal(t, []observe.Shed{{Dependency: "search", Tool: "web_search", Priority: "normal", RequestID: obs.sheds[0].RequestID}}, obs.sheds)
+	require.NotEmpty(t, obs.sheds[0].RequestID, "the invocation")
+	require.Equal(t, []string{turn.FunctionResponses()[0].ID}, obs.ids, "the shed call's own context")
 }
 
 func TestThrottleCountsWhatTheDependencyHandled(t *testing.T) {

@@ -95,6 +95,10 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 		if !transparent {
 			noteInner(inv, dep, nil) // the agent tools this call runs under reach dep
 		}
+		var before breaker.State
+		if c.spans != nil {
+			before = b.State()
+		}
 		if transparent {
 			// An agent tool whose own calls guard dep: never the probe, never judged.
 			permit, err = transparentAllow(b)
@@ -112,6 +116,11 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 				return p, nil
 			}
 			return c.shortCircuit(ctx, inv, name, dep, b, err, args), nil
+		}
+		if c.spans != nil && b.State() != before {
+			// This admission moved the breaker (its cooldown was over: it is half-open
+			// and this call is the probe): the transition belongs on this call's span.
+			c.observeTransition(ctx, dep, name)
 		}
 		th := c.deps.ThrottleFor(name)
 		if transparent {
@@ -481,7 +490,16 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 			r.Verdict = breaker.Ignore
 		}
 	}
+	var before breaker.State
+	if c.spans != nil {
+		before = cl.breaker.State()
+	}
 	cl.permit.Report(r)
+	if c.spans != nil && cl.breaker.State() != before {
+		// This report moved the breaker (it tripped, or a probe settled): the
+		// transition belongs on this call's execute_tool span.
+		c.observeTransition(cl.ctx, cl.dep, cl.tool)
+	}
 	c.noteHold(cl, cls)
 	if cl.attempt != nil {
 		c.finishAttempt(ctx, inv, cl, cls, sent)

@@ -45,6 +45,9 @@ type depRecord struct {
 	downSince time.Time
 	// downTotal sums the stretches that ended.
 	downTotal time.Duration
+	// last is the latest state change, put on the span of the call that made it
+	// (TransitionDuring).
+	last breaker.Event
 }
 
 func (r *depRecord) clone() depRecord {
@@ -103,6 +106,9 @@ func (t *Telemetry) record(e breaker.Event) {
 	}
 	if countHere {
 		r.count(e, tr)
+	}
+	if e.From != e.To {
+		r.last = e
 	}
 	if source[0] != "" {
 		if r.bySource == nil {

@@ -2,13 +2,10 @@ package telemetry
 
 import (
 	"log/slog"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
 )
 
 // DefaultMaxSeries is the default of Config.MaxSeries.
@@ -17,7 +14,7 @@ const DefaultMaxSeries = 10000
 // MaxLabelLength caps a label value, in bytes. A longer name (a model can invent one of
 // any length) is cut at a character boundary and ends in "…", so one call cannot make
 // every scrape large.
-const MaxLabelLength = 128
+const MaxLabelLength = bound.MaxLabelLength
 
 // family identifies a metric family in the series budget.
 type family uint8
@@ -72,25 +69,18 @@ type seriesKey struct {
 	labels [4]string
 }
 
-// seriesBudget admits new series until their total reaches max; after that, callers
-// report under the family's "other" series and the refusal is counted. Admission is
-// sticky: a series admitted once keeps its labels for the life of the Telemetry, so a
-// counter never moves between its own series and "other". It is safe for concurrent
-// use; a series already admitted costs one read-locked map lookup.
+// seriesBudget admits new series until their total reaches max (bound.Budget, which
+// the OpenTelemetry adapter shares); after that, callers report under the family's
+// "other" series and the refusal is counted in
+// agentbreaker_telemetry_series_overflow_total. It is safe for concurrent use.
 type seriesBudget struct {
-	max      int
-	log      *slog.Logger
+	core     *bound.Budget
 	overflow *prometheus.CounterVec
 	folded   [numFamilies]prometheus.Counter
-	warned   atomic.Bool
-
-	mu       sync.RWMutex
-	used     int
-	admitted map[seriesKey]struct{}
 }
 
 func newSeriesBudget(max int, log *slog.Logger) *seriesBudget {
-	b := &seriesBudget{max: max, log: log, admitted: make(map[seriesKey]struct{})}
+	b := &seriesBudget{core: bound.NewBudget(max, familyNames[:], log)}
 	b.overflow = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: nameSeriesOverflow,
 		Help: "Reports folded into a series labelled \"other\" because the telemetry's series budget (Config.MaxSeries) was spent, by metric family.",
@@ -101,51 +91,24 @@ func newSeriesBudget(max int, log *slog.Logger) *seriesBudget {
 	return b
 }
 
+func (k seriesKey) key() bound.Key { return bound.Key{Fam: uint8(k.fam), Labels: k.labels} }
+
 // admit reports whether the series k may be exported under its own labels, charging
 // cost series to the budget the first time. A refusal is counted and, once, logged.
 func (b *seriesBudget) admit(k seriesKey, cost int) bool {
-	if b.tryAdmit(k, cost) {
+	if b.core.Admit(k.key(), cost) {
 		return true
 	}
 	b.folded[k.fam].Inc()
-	if !b.warned.Swap(true) {
-		b.log.Warn("agentbreaker: telemetry series budget spent; new series are reported as \"other\"",
-			"max_series", b.max, "metric", familyNames[k.fam], "first_folded", strings.TrimSpace(strings.Join(k.labels[:], " ")))
-	}
 	return false
 }
 
 // tryAdmit is admit without counting or logging a refusal: scrapes use it, since
 // they fold the same breakers again every time.
-func (b *seriesBudget) tryAdmit(k seriesKey, cost int) bool {
-	b.mu.RLock()
-	_, ok := b.admitted[k]
-	b.mu.RUnlock()
-	if ok {
-		return true
-	}
-	b.mu.Lock()
-	if _, ok := b.admitted[k]; ok {
-		b.mu.Unlock()
-		return true
-	}
-	if b.used+cost <= b.max {
-		b.used += cost
-		b.admitted[k] = struct{}{}
-		b.mu.Unlock()
-		return true
-	}
-	b.mu.Unlock()
-	return false
-}
+func (b *seriesBudget) tryAdmit(k seriesKey, cost int) bool { return b.core.TryAdmit(k.key(), cost) }
 
 // known reports whether k was admitted, without charging anything.
-func (b *seriesBudget) known(k seriesKey) bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	_, ok := b.admitted[k]
-	return ok
-}
+func (b *seriesBudget) known(k seriesKey) bool { return b.core.Known(k.key()) }
 
 // SeriesBound is the most series a Telemetry with this configuration exports, whatever
 // names it is fed: the budget (MaxSeries) plus the fixed "other" rows and the series
@@ -183,35 +146,8 @@ func (c Config) SeriesBound() int {
 // MaxSeries and DurationBuckets.
 const DefaultSeriesBound = DefaultMaxSeries + (breakerSeries - 1 + maxOtherTransitions) + 4 + 4*17 + 5 + 4 + 2 + throttleSeries + limitSeries + int(numFamilies) + 4
 
-// sanitizeLabel makes v safe as a label value: invalid UTF-8 and control characters
-// become U+FFFD (the Prometheus client refuses invalid UTF-8, and a scrape that
-// panics or fails answers 500), and a value longer than MaxLabelLength is cut.
-func sanitizeLabel(v string) string {
-	clean := len(v) <= MaxLabelLength && utf8.ValidString(v)
-	if clean {
-		for i := 0; i < len(v); i++ {
-			if c := v[i]; c < 0x20 || c == 0x7f || c >= 0x80 {
-				clean = false // control character, or a rune to check below
-				break
-			}
-		}
-	}
-	if clean {
-		return v
-	}
-	v = strings.ToValidUTF8(v, "\uFFFD")
-	v = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '\uFFFD'
-		}
-		return r
-	}, v)
-	if len(v) > MaxLabelLength {
-		cut := MaxLabelLength - len("…")
-		for cut > 0 && !utf8.RuneStart(v[cut]) {
-			cut--
-		}
-		v = v[:cut] + "…"
-	}
-	return v
-}
+// sanitizeLabel makes v safe as a label value (bound.Sanitize): invalid UTF-8 and
+// control characters become U+FFFD (the Prometheus client refuses invalid UTF-8, and a
+// scrape that panics or fails answers 500), and a value longer than MaxLabelLength is
+// cut.
+func sanitizeLabel(v string) string { return bound.Sanitize(v) }

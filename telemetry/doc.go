@@ -84,5 +84,15 @@
 // span around each model call, and hands the span's context to tool callbacks and to
 // the model. [AnnotateSpan] adds a breaker decision to whatever span the context holds,
 // as attributes (the latest decision) and as an event (every decision); the methods of
-// [Telemetry] that take a context do it for you.
+// [Telemetry] that take a context do it for you. As an observe.Spans, a Telemetry also
+// puts on a call's span the breaker transition its admission or report caused
+// ("agentbreaker.transition", with the keys of the transition's log record) and the
+// call a throttle shed ("agentbreaker.shed"); the tool callbacks call it.
+//
+// # OpenTelemetry metrics
+//
+// Package telemetry/otelmetrics reports the same measurements as OpenTelemetry
+// instruments on a caller's MeterProvider, with names that OpenTelemetry's Prometheus
+// exporter turns into the names above, so the rules and the dashboard in deploy/ read
+// either path. It does not import Prometheus, and this package does not import it.
 package telemetry

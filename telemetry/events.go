@@ -6,7 +6,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/span"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 )
 
@@ -261,4 +263,40 @@ func (t *Telemetry) JournalPending(n int, oldest time.Time) {
 	t.mu.Lock()
 	t.journalN, t.journalOldest, t.journalSet = n, oldest, true
 	t.mu.Unlock()
+}
+
+var _ observe.Spans = (*Telemetry)(nil)
+
+// Shed adds a call the dependency's throttle held back to the span in ctx, as an
+// "agentbreaker.shed" event. The shed counts are read from the throttles at scrape
+// time (WatchThrottles) and the callbacks write the log record, so this only
+// annotates.
+func (t *Telemetry) Shed(ctx context.Context, s observe.Shed) {
+	if t == nil {
+		return
+	}
+	state, version := t.breakerInfo(s.Dependency)
+	AnnotateSpan(ctx, Decision{Kind: DecisionShed, Dependency: s.Dependency, Tool: s.Tool, Priority: s.Priority,
+		State: state, PolicyVersion: version, Outcome: classify.FailedBeforeSend})
+}
+
+// TransitionDuring adds the dependency's latest breaker transition to the span in
+// ctx, as an "agentbreaker.transition" event with the keys of the transition's log
+// record. A breaker folded into "other" by the series budget has no record kept, and
+// no event.
+func (t *Telemetry) TransitionDuring(ctx context.Context, dependency string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	r := t.deps[t.dependency.value(dependency)]
+	var e breaker.Event
+	if r != nil {
+		e = r.last
+	}
+	t.mu.Unlock()
+	if e.Breaker == "" {
+		return
+	}
+	AnnotateSpan(ctx, span.Transition(e))
 }

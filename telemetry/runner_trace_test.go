@@ -77,6 +77,16 @@ func TestPluginDecisionsLandOnADKToolSpans(t *testing.T) {
 		"agentbreaker.error_class": "http_5xx", "agentbreaker.elapsed_ms": 250.0, "agentbreaker.policy_version": "v7",
 	})
 
+	// The fourth call tripped the breaker: the transition lands on its span (issue 35d),
+	// with the keys of the transition's log record, before the attempt.
+	tripped := toolSpan(t, spans, id(4))
+	require.Equal(t, []string{"agentbreaker.transition", "agentbreaker.attempt"}, eventNames(tripped))
+	require.Subset(t, attrMap(tripped.Events()[0].Attributes), map[string]any{
+		"agentbreaker.decision": "transition", "agentbreaker.dependency": "billing", "agentbreaker.from": "closed",
+		"agentbreaker.to": "open", "agentbreaker.cause": "failure_rate", "agentbreaker.breaker_state": "open",
+		"agentbreaker.policy_version": "v7", "agentbreaker.window_failed_calls": int64(2), "agentbreaker.window_calls": int64(4),
+	})
+
 	for _, n := range []int{5, 6} {
 		short := toolSpan(t, spans, id(n))
 		require.Equal(t, []string{"agentbreaker.short_circuit"}, eventNames(short), id(n))
@@ -91,7 +101,14 @@ func TestPluginDecisionsLandOnADKToolSpans(t *testing.T) {
 	}
 
 	probe := toolSpan(t, spans, id(7))
-	require.Equal(t, []string{"agentbreaker.probe"}, eventNames(probe))
+	// Its admission moved the breaker to half-open, its success closed it.
+	require.Equal(t, []string{"agentbreaker.transition", "agentbreaker.transition", "agentbreaker.probe"}, eventNames(probe))
+	require.Subset(t, attrMap(probe.Events()[0].Attributes), map[string]any{
+		"agentbreaker.from": "open", "agentbreaker.to": "half_open", "agentbreaker.cause": "cooldown_elapsed",
+	})
+	require.Subset(t, attrMap(probe.Events()[1].Attributes), map[string]any{
+		"agentbreaker.from": "half_open", "agentbreaker.to": "closed", "agentbreaker.cause": "probe_succeeded",
+	})
 	require.Subset(t, attrMap(probe.Attributes()), map[string]any{
 		"agentbreaker.decision": "probe", "agentbreaker.outcome": "SUCCEEDED", "agentbreaker.error_class": "none",
 	})

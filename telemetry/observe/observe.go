@@ -115,3 +115,31 @@ func (Nop) Failover(context.Context, Failover)           {}
 func (Nop) RouteServing(string, string)                  {}
 func (Nop) FallbackShare(float64)                        {}
 func (Nop) JournalPending(int, time.Time)                {}
+
+// Shed is a call the dependency's throttle held back while the dependency was partly
+// overloaded: it was not sent, and the model got the shed payload.
+type Shed struct {
+	// Dependency is the dependency key of the throttle that shed the call.
+	Dependency string
+	// Tool is the tool's name.
+	Tool string
+	// Priority is the call's priority ("critical", "high", "normal", "low").
+	Priority string
+	// RequestID as in [Call].
+	RequestID string
+}
+
+// Spans is implemented by observers that put breaker transitions and sheds on the
+// span of the call they happened in. It is optional: the tool callbacks look for it on
+// their Observer and call it only when it is there, so an Observer without it costs
+// nothing more. Both agentbreaker observers (telemetry.Telemetry and
+// otelmetrics.Metrics) implement it.
+type Spans interface {
+	// Shed reports a call the throttle held back, with the call's context.
+	Shed(ctx context.Context, s Shed)
+	// TransitionDuring reports that the dependency's breaker changed state while the
+	// call in ctx was admitted (the cooldown was over: it became the half-open probe)
+	// or reported its outcome (its report tripped or closed the breaker). The
+	// transition itself arrived before, through BreakerEvent, which has no context.
+	TransitionDuring(ctx context.Context, dependency string)
+}

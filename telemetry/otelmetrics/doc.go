@@ -1,0 +1,68 @@
+// Package otelmetrics reports what agentbreaker sees as OpenTelemetry metrics, beside
+// (or instead of) the Prometheus collectors of package telemetry: for a team whose
+// agents already export through an OpenTelemetry pipeline, as adk-go's own telemetry
+// does for traces and logs.
+//
+// It imports the OpenTelemetry metric API only (go.opentelemetry.io/otel/metric), not
+// the SDK and not Prometheus: the caller brings the [metric.MeterProvider] (the SDK's,
+// with an OTLP or Prometheus exporter), and a user of package telemetry links none of
+// this.
+//
+// # Wiring
+//
+// A [*Metrics] is an observe.Observer, like a *telemetry.Telemetry, and is wired the
+// same way:
+//
+//	om := otelmetrics.MustNew(otelmetrics.Config{MeterProvider: mp})
+//	deps := dependencymap.MustNew(dependencymap.Config{
+//		// ...
+//		OnStateChange: []func(breaker.Event){om.BreakerEvent},
+//	})
+//	om.Watch(deps)
+//	om.WatchThrottles(deps)
+//	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: om}})
+//
+// The model failover wrapper takes om.ModelObserver() (then Watch the Failover),
+// tooltimeout.Config.OnAbandon takes om.ToolAbandoned and retry.Config.OnAttempt
+// om.RetryHook(). The journal's backlog reaches the journal gauges through
+// om.JournalPending: telemetry.WatchJournal takes om as its Observer, or, without
+// importing package telemetry (which links the Prometheus client), read
+// journal.Journal.Backlog on a ticker and hand the result to om.JournalPending. To
+// feed both paths, give each its own listener and Observer.
+//
+// # Instruments
+//
+// Every measurement of the Prometheus telemetry has an instrument here, named after
+// OpenTelemetry's conventions (dots, a unit, no _total), and chosen so that
+// OpenTelemetry's Prometheus exporter (go.opentelemetry.io/otel/exporters/prometheus,
+// or a collector's prometheus exporter) produces the Prometheus telemetry's names,
+// types and labels: agentbreaker.calls ({call}) becomes agentbreaker_calls_total,
+// agentbreaker.call.duration (s) agentbreaker_call_duration_seconds,
+// agentbreaker.model.fallback_ratio (1) agentbreaker_model_fallback_ratio. The alert
+// rules and the Grafana dashboard in deploy/ therefore work on either path, as long as
+// the exporter adds suffixes (its default, UnderscoreEscapingWithSuffixes; not
+// NoTranslation). docs/operations-metrics.md lists both names of every metric.
+//
+// Counters of events on the call path are synchronous instruments recorded with an
+// attribute set built once per series, so counting a call allocates nothing once its
+// series exists. Breaker state, window counts, throttles, the fleet, the journal and
+// the failover gauges are observable instruments read in one callback at collection
+// time, as the Prometheus collectors read them at scrape time.
+//
+// # Cardinality
+//
+// The attributes are the Prometheus labels (dependency, tool, outcome, error_class,
+// ...), bounded by the same code: Config.MaxLabelValues distinct values per attribute
+// and Config.MaxSeries series over every instrument, past which new series are
+// reported under "other" and counted in agentbreaker.telemetry.series_overflow.
+// Session, invocation and function call IDs never become attributes.
+//
+// # Spans
+//
+// Each decision is also an event on the span in the call's context (adk-go's
+// execute_tool or generate_content span), exactly as package telemetry records it:
+// short-circuits, attempts, probes, bulkhead rejections, spent retry budgets, failovers,
+// abandoned calls, sheds ("agentbreaker.shed") and the breaker transitions a call's
+// admission or report caused ("agentbreaker.transition", with the keys of the
+// transition's log record under "agentbreaker.").
+package otelmetrics

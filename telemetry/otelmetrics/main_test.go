@@ -1,0 +1,9 @@
+package otelmetrics_test
+
+import (
+	"testing"
+
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
