@@ -32,7 +32,10 @@ type Config struct {
 	// that handles everything would be shed). Defaults to 2, the SRE book's value.
 	K float64
 	// MinRequests is how many requests the window must hold before anything is shed,
-	// so that three failures after a quiet hour do not shed the fourth call. Defaults
+	// so that three failures after a quiet hour do not shed the fourth call; it is
+	// also twice the calls a window the throttle always lets through, so that what
+	// the dependency does with them stays measured (p is at most
+	// 1 − (MinRequests/2)/(requests+1)). Defaults
 	// to 20; a negative value is refused. Set it to 1 to shed from the first request.
 	MinRequests int
 	// Window is the span the counts cover. Defaults to 30s.
@@ -290,10 +293,10 @@ func shedShare(req, acc uint64, k float64, minReq uint64) float64 {
 		return 0
 	}
 	p := max(0, (float64(req)-k*float64(acc))/float64(req+1))
-	// Send at least MinRequests calls a window, so that what the dependency does with
+	// Send at least MinRequests/2 calls a window, so that what the dependency does with
 	// them stays measured (independence.go: a share failing at any load is told only
 	// from calls sent).
-	return min(p, 1-float64(minReq)/float64(req+1))
+	return min(p, 1-float64(minReq)/2/float64(req+1))
 }
 
 // Accepting reports whether the window holds at least one accepted call: the
