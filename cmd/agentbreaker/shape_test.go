@@ -20,4 +20,8 @@ func TestSimulateShapeFlag(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "shape = flaky") {
 		t.Fatalf("-shape flaky: exit %d, %q", code, errOut)
 	}
+	code, _, errOut = runCmd(t, "simulate", "-shape", "load-independent")
+	if code == 0 || !strings.Contains(errOut, "-partial") {
+		t.Fatalf("-shape without -partial: exit %d, %q", code, errOut)
+	}
 }

@@ -261,6 +261,11 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	if *partial != "" {
 		return simulatePartial(s, *partial, *shape, stdout)
 	}
+	shapeSet := false
+	fs.Visit(func(f *flag.Flag) { shapeSet = shapeSet || f.Name == "shape" })
+	if shapeSet {
+		return fmt.Errorf("-shape %s: only a partial outage has a shape; add -partial (e.g. -partial 0.6)", *shape)
+	}
 	if err := s.WithDefaults().Validate(); err != nil {
 		return explain(err)
 	}
