@@ -13,10 +13,12 @@
 // under a second.
 //
 // RunPartial simulates a partial outage instead: the dependency handles at most a
-// capacity and fails the load above it, and the rows add agentbreaker's throttle
-// (package throttle) alone and with the breaker, and Peers that other modules plug in
-// (sim/peers runs failsafe-go's adaptive throttler); docs/partial-outages.md shows the
-// tables.
+// capacity and fails the load above it (ShapeCapacity), or fails a share of the calls
+// at random whatever the load (ShapeLoadIndependent). The rows add agentbreaker's
+// throttle (package throttle) alone and with the breaker, what a user could configure
+// instead (the retry budget alone, a tolerant breaker, a larger K, a larger retry
+// budget), and Peers that other modules plug in (sim/peers runs failsafe-go's adaptive
+// throttler); docs/partial-outages.md shows the tables.
 //
 // RunCliff simulates a latency cliff instead (a dependency that serves a few calls at
 // once and queues the rest, up to the tool timeout) with no limit, the fixed bulkhead

@@ -170,6 +170,12 @@ func newABGuard(s Scenario, def breaker.Policy, e *engine, rec *recorder, rnd st
 
 // newABGuardWith is newABGuard with the dependency's throttle, when tc is set.
 func newABGuardWith(s Scenario, def breaker.Policy, e *engine, rec *recorder, rnd streams, tc *throttle.Config) (*abGuard, error) {
+	return newABGuardBudget(s, def, e, rec, rnd, tc, retry.BudgetConfig{})
+}
+
+// newABGuardBudget is newABGuardWith with the retry budget's settings (zero fields
+// take retry's defaults).
+func newABGuardBudget(s Scenario, def breaker.Policy, e *engine, rec *recorder, rnd streams, tc *throttle.Config, bc retry.BudgetConfig) (*abGuard, error) {
 	deps, err := dependencymap.New(dependencymap.Config{
 		Default: def,
 		Dependencies: map[string]dependencymap.Dependency{
@@ -188,7 +194,12 @@ func newABGuardWith(s Scenario, def breaker.Policy, e *engine, rec *recorder, rn
 	if !ok {
 		return nil, fmt.Errorf("sim: no breaker for %s", s.Dependency)
 	}
-	r, err := retry.New(retry.Config{Clock: e.clk, Rand: rnd.retry.Float64})
+	bc.Clock = e.clk
+	budgets, err := retry.NewBudgets(bc)
+	if err != nil {
+		return nil, err
+	}
+	r, err := retry.New(retry.Config{Clock: e.clk, Rand: rnd.retry.Float64, Budgets: budgets})
 	if err != nil {
 		return nil, err
 	}

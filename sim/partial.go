@@ -26,7 +26,7 @@ const (
 // PartialStrategies lists the partial-outage table's own rows, in order: no breaker,
 // breaker, throttle, breaker and throttle (then any Peers).
 func PartialStrategies() []string {
-	return []string{StrategyNaive, StrategyPolicy, StrategyThrottle, StrategyBreakerThrottle}
+	return append([]string{StrategyNaive, StrategyPolicy, StrategyThrottle, StrategyBreakerThrottle}, candidateStrategies()...)
 }
 
 // LoadWindow is how far back a partial outage's dependency counts the calls it got.
@@ -49,6 +49,10 @@ type Partial struct {
 	// Peers are rows from other libraries, run in the same scenario after the
 	// agentbreaker rows. Defaults to none.
 	Peers []Peer
+	// Shape is what makes calls fail (sim/shape.go): ShapeCapacity, a dependency with a
+	// capacity that fails the load above it, or ShapeLoadIndependent, Failing of the
+	// calls failing at random whatever the load. Defaults to ShapeCapacity.
+	Shape string
 }
 
 // PartialThrottle is the throttle the partial-outage rows run: K = 1.25, so about a
@@ -84,7 +88,8 @@ type PeerGuard interface {
 // PartialResult is one partial outage's rows.
 type PartialResult struct {
 	Failing  float64
-	Capacity float64 // calls per second the dependency handles during the outage
+	Capacity float64 // calls per second the dependency handles during the outage (ShapeCapacity)
+	Shape    string  // ShapeCapacity or ShapeLoadIndependent
 	Result   *Result
 }
 
@@ -132,8 +137,15 @@ func RunPartial(p Partial, opt Options) (*PartialResult, error) {
 			return nil, &ConfigError{Package: "sim", Field: fmt.Sprintf("Peers[%d]", i), Value: pe.Name, Problem: "needs a Name and New"}
 		}
 	}
+	shape, err := partialShape(p.Shape)
+	if err != nil {
+		return nil, err
+	}
 	base := s.TurnRate * float64(s.SubAgents)
 	px := &partialRun{capacity: (1 - p.Failing) * base, throttle: tc, peers: p.Peers, seed: s.Seed}
+	if shape == ShapeLoadIndependent {
+		px.fixed = p.Failing
+	}
 	names := append(PartialStrategies(), peerNames(p.Peers)...)
 	res := &Result{Scenario: s, Start: Start}
 	for i, name := range names {
@@ -153,7 +165,7 @@ func RunPartial(p Partial, opt Options) (*PartialResult, error) {
 	if opt.Progress != nil {
 		opt.Progress(1)
 	}
-	return &PartialResult{Failing: p.Failing, Capacity: px.capacity, Result: res}, nil
+	return &PartialResult{Failing: p.Failing, Capacity: px.capacity, Shape: shape, Result: res}, nil
 }
 
 func peerNames(ps []Peer) []string {
@@ -170,6 +182,7 @@ type partialRun struct {
 	throttle throttle.Config
 	peers    []Peer
 	seed     uint64
+	fixed    float64 // ShapeLoadIndependent: the share failing at any load; 0 for ShapeCapacity
 
 	// Per run (fresh copies them empty).
 	slots [10]int // calls sent per tenth of LoadWindow, a ring
@@ -181,7 +194,7 @@ func (px *partialRun) fresh() *partialRun {
 	if px == nil {
 		return nil
 	}
-	return &partialRun{capacity: px.capacity, throttle: px.throttle, peers: px.peers, seed: px.seed}
+	return &partialRun{capacity: px.capacity, throttle: px.throttle, peers: px.peers, seed: px.seed, fixed: px.fixed}
 }
 
 const slotWidth = LoadWindow / 10
@@ -212,6 +225,9 @@ func (px *partialRun) sent(now time.Time) {
 // failing is the share of calls the dependency fails now: what its load exceeds its
 // capacity by, and never less than its healthy error rate.
 func (px *partialRun) failing(now time.Time, healthy float64) float64 {
+	if px.fixed > 0 {
+		return math.Max(healthy, px.fixed) // load-independent: a bad replica fails its share of any load
+	}
 	px.slide(now)
 	n := 0
 	for _, c := range px.slots {
@@ -237,6 +253,9 @@ func (px *partialRun) turnContext(ctx context.Context, id int) context.Context {
 func (px *partialRun) guard(x *sim, name string, sr *StrategyResult) (bool, error) {
 	if px == nil {
 		return false, nil
+	}
+	if ok, err := px.candidate(x, name, sr); ok || err != nil {
+		return ok, err
 	}
 	switch name {
 	case StrategyThrottle, StrategyBreakerThrottle:
@@ -336,7 +355,11 @@ func (pr *PartialResult) Rows() []Row {
 // Table prints the rows as a fixed-width text table.
 func (pr *PartialResult) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%.0f%% failing at the base load (capacity %.1f calls/s)\n", pr.Failing*100, pr.Capacity)
+	if pr.Shape == ShapeLoadIndependent {
+		fmt.Fprintf(&b, "%.0f%% failing at any load (load-independent: a bad replica, a flaky path)\n", pr.Failing*100)
+	} else {
+		fmt.Fprintf(&b, "%.0f%% failing at the base load (capacity %.1f calls/s)\n", pr.Failing*100, pr.Capacity)
+	}
 	fmt.Fprintf(&b, "%-32s %10s %8s %10s %12s %8s %6s\n", "row", "live data", "sent", "succeeded", "sent/succ.", "refused", "trips")
 	for _, r := range pr.Rows() {
 		waste := "-"

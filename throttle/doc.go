@@ -21,7 +21,23 @@
 // dependency that handles half of what it gets sees no shedding at all, one that
 // handles a third sees a quarter shed. Lower K sheds earlier and wastes fewer calls;
 // higher K reacts later and recovers faster. Shed calls still count as requests, so p
-// rises until what is sent is about K times what is accepted.
+// rises until what is sent is about K times what is accepted. p never exceeds
+// 1 − (MinRequests/2)/(requests + 1): about MinRequests/2 calls a window are always
+// sent, so that what the dependency does with them stays measured.
+//
+// # Failures that shedding does not lower
+//
+// The rule assumes the failures come from load. When a share of the calls fails at
+// any load (a bad replica behind a balancer, a flaky network path), shedding raises
+// nothing: with a share s accepted and K·s < 1 the rule has no fixed point below 1 and
+// climbs until nearly every call is shed, the ones that would have succeeded with
+// them. A Throttle watches for that: when shedding half of the calls or more for two
+// windows has not brought the accept ratio of the sent calls up to the rule's target,
+// it tries counting each accept as 1/s of one (s, the accept ratio it measured, erring
+// low), which sheds less; if the accept ratio holds while more is sent, it keeps s
+// ([Throttle.LoadIndependent] reports it), and if it falls, the failures came from
+// load and the SRE rule stays. s is forgotten when the dependency recovers, when it
+// accepts nothing, and by Reset.
 //
 // # Priorities
 //

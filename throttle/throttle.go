@@ -32,7 +32,10 @@ type Config struct {
 	// that handles everything would be shed). Defaults to 2, the SRE book's value.
 	K float64
 	// MinRequests is how many requests the window must hold before anything is shed,
-	// so that three failures after a quiet hour do not shed the fourth call. Defaults
+	// so that three failures after a quiet hour do not shed the fourth call; it is
+	// also twice the calls a window the throttle always lets through, so that what
+	// the dependency does with them stays measured (p is at most
+	// 1 − (MinRequests/2)/(requests+1)). Defaults
 	// to 20; a negative value is refused. Set it to 1 to shed from the first request.
 	MinRequests int
 	// Window is the span the counts cover. Defaults to 30s.
@@ -68,6 +71,7 @@ type Throttle struct {
 	// quarter each bucket: the mix the share p is taken from, lowest priorities first.
 	demand [numPriorities]atomic.Uint64
 	fleet  atomic.Pointer[fleetSums]
+	ind    independence // failures that shedding does not lower (independence.go)
 }
 
 // New returns a throttle, or a *ConfigError naming the first invalid field.
@@ -79,6 +83,8 @@ func New(cfg Config) (*Throttle, error) {
 	t := &Throttle{name: c.Name, k: c.K, minReq: uint64(c.MinRequests), clk: c.Clock, rand: c.Rand}
 	t.win.width = int64(c.Window) / int64(c.Buckets)
 	t.win.slots = make([]atomic.Uint64, c.Buckets)
+	t.ind.held.width = t.win.width
+	t.ind.held.slots = make([]atomic.Uint64, c.Buckets)
 	if t.clk == nil {
 		t.epoch = clock.CoarseBase()
 	} else {
@@ -205,6 +211,7 @@ func (t *Throttle) decide(now int64, p Priority, draw uint64, given bool) bool {
 		return true
 	}
 	t.shed[pn].Add(1)
+	t.hold(e)
 	t.count(e, false)
 	return false
 }
@@ -228,7 +235,11 @@ func (t *Throttle) Report(accepted bool) {
 // without an accept, as a failed call would be. Counting them keeps the outage in the
 // window, so that when the breaker closes, calls come back as the dependency accepts
 // them rather than all at once.
-func (t *Throttle) Refused() { t.count(t.win.epochOf(t.nanos()), false) }
+func (t *Throttle) Refused() {
+	e := t.win.epochOf(t.nanos())
+	t.hold(e)
+	t.count(e, false)
+}
 
 // ReportAt is Report at the time given by the caller.
 func (t *Throttle) ReportAt(now time.Time, accepted bool) {
@@ -249,6 +260,7 @@ func (t *Throttle) countAt(e int64, slot int, accepted bool) {
 	n, fresh := t.win.addAt(e, slot, accepted)
 	if fresh {
 		t.decay()
+		t.evaluate(e)
 	}
 	// An accepted call can only lower p: while p is 0 there is nothing to lower.
 	if !accepted || ((fresh || n%recomputeEvery == 0) && t.prob.Load() != 0) {
@@ -260,7 +272,7 @@ func (t *Throttle) countAt(e int64, slot int, accepted bool) {
 // race; the later store wins, and the next recomputation corrects a stale one.
 func (t *Throttle) recompute(e int64) float64 {
 	req, acc := t.sums(e)
-	p := shedShare(req, acc, t.k, t.minReq)
+	p := shedShare(req, acc, t.kFor(), t.minReq)
 	t.prob.Store(math.Float64bits(p))
 	t.at.Store(e)
 	return p
@@ -280,7 +292,11 @@ func shedShare(req, acc uint64, k float64, minReq uint64) float64 {
 	if acc == 0 || req < minReq {
 		return 0
 	}
-	return max(0, (float64(req)-k*float64(acc))/float64(req+1))
+	p := max(0, (float64(req)-k*float64(acc))/float64(req+1))
+	// Send at least MinRequests/2 calls a window, so that what the dependency does with
+	// them stays measured (independence.go: a share failing at any load is told only
+	// from calls sent).
+	return min(p, 1-float64(minReq)/2/float64(req+1))
 }
 
 // Accepting reports whether the window holds at least one accepted call: the
@@ -367,6 +383,8 @@ func (t *Throttle) Shed(p Priority) uint64 { return t.shed[p.norm()].Load() }
 // Reset empties the window: nothing is shed until it fills again.
 func (t *Throttle) Reset() {
 	t.win.reset()
+	t.ind.held.reset()
+	t.forget()
 	t.prob.Store(0)
 	for q := range t.demand {
 		t.demand[q].Store(0)

@@ -11,8 +11,8 @@ import (
 
 // simulatePartial runs one partial outage per share in list (sim.RunPartial) and prints
 // their tables. Scenario flags still apply; those left out take sim.PartialScenario's
-// values.
-func simulatePartial(s sim.Scenario, list string, stdout io.Writer) error {
+// values; shape is sim.Partial.Shape.
+func simulatePartial(s sim.Scenario, list, shape string, stdout io.Writer) error {
 	var shares []float64
 	for _, field := range strings.Split(list, ",") {
 		f, err := strconv.ParseFloat(strings.TrimSpace(field), 64)
@@ -22,7 +22,7 @@ func simulatePartial(s sim.Scenario, list string, stdout io.Writer) error {
 		shares = append(shares, f)
 	}
 	for i, f := range shares {
-		pr, err := sim.RunPartial(sim.Partial{Scenario: s, Failing: f}, sim.Options{})
+		pr, err := sim.RunPartial(sim.Partial{Scenario: s, Failing: f, Shape: shape}, sim.Options{})
 		if err != nil {
 			return explain(err)
 		}

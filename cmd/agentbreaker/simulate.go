@@ -205,6 +205,7 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	svgOut := fs.String("svg", "", "file for the SVG plot")
 	quiet := fs.Bool("quiet", false, "print the summary without the minute-by-minute timeline")
 	partial := fs.String("partial", "", "comma-separated shares failing (e.g. 0.3,0.6,0.9): run partial outages instead and print their tables (see docs/partial-outages.md)")
+	shape := fs.String("shape", sim.ShapeCapacity, fmt.Sprintf("with -partial, what makes calls fail: %q (a capacity, 503 above it) or %q (the share fails at any load)", sim.ShapeCapacity, sim.ShapeLoadIndependent))
 	var pending []func(*sim.Scenario) error
 	for _, f := range scenarioFlags {
 		f := f
@@ -258,7 +259,12 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *partial != "" {
-		return simulatePartial(s, *partial, stdout)
+		return simulatePartial(s, *partial, *shape, stdout)
+	}
+	shapeSet := false
+	fs.Visit(func(f *flag.Flag) { shapeSet = shapeSet || f.Name == "shape" })
+	if shapeSet {
+		return fmt.Errorf("-shape %s: only a partial outage has a shape; add -partial (e.g. -partial 0.6)", *shape)
 	}
 	if err := s.WithDefaults().Validate(); err != nil {
 		return explain(err)

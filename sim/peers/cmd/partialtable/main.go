@@ -1,5 +1,5 @@
 // Command partialtable prints the partial-outage tables of docs/partial-outages.md at
-// 30%, 60% and 90% failing, with failsafe-go's adaptivethrottler as a fifth row. From
+// 30%, 60% and 90% failing, with failsafe-go's adaptivethrottler as the last row. From
 // the repository's root:
 //
 //	go -C sim/peers run ./cmd/partialtable
