@@ -81,7 +81,7 @@ func TestDeadRemoteFailsFast(t *testing.T) {
 					require.True(t, strings.HasPrefix(last, "root: "), "the root answers: %q", last)
 				}
 
-				r.clock.Advance(breaker.DefaultCooldown + time.Second)
+				r.clock.Advance(r.breaker().RetryAfter() + time.Second)
 				answerOf(t, r.turn())
 				require.EqualValues(t, breaker.DefaultMinimumCalls+1, reached(), "the half-open probe is one request")
 				for range 5 {
@@ -106,7 +106,7 @@ func TestRecoveredRemoteAnswersAgain(t *testing.T) {
 			}
 			require.Equal(t, breaker.Open, r.breaker().State())
 			rem.set(modeOK)
-			r.clock.Advance(breaker.DefaultCooldown + time.Second)
+			r.clock.Advance(r.breaker().RetryAfter() + time.Second)
 			got := answerOf(t, r.turn())
 			require.Contains(t, got, remoteText)
 			require.Equal(t, breaker.Closed, r.breaker().State())

@@ -3,6 +3,7 @@ package a2aguard_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -83,6 +84,9 @@ func newRemote(t *testing.T, remoteModel func(breakertest.Request) breakertest.S
 			http.Error(w, "upstream billing database is down (host db-7.internal)", http.StatusServiceUnavailable)
 			return
 		case modeHang:
+			// Read the request first: net/http notices a client that hangs up only
+			// once the body is consumed.
+			_, _ = io.Copy(io.Discard, req.Body)
 			<-req.Context().Done() // until the client gives up
 			return
 		}
