@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/adk/v2/agent"
@@ -152,6 +153,7 @@ type rig struct {
 	h       *breakertest.Harness
 	session string
 	turnTTL time.Duration
+	dep     string
 }
 
 type rigConfig struct {
@@ -162,6 +164,8 @@ type rigConfig struct {
 	turnTTL    time.Duration // whole-turn deadline; defaults to 10s
 	mutating   bool
 	streaming  bool // run the root with SSE (a transfer then streams too)
+	dependency string // defaults to dep
+	unguarded  bool   // plain remoteagent.NewA2A, for the baseline
 }
 
 func newRig(t *testing.T, rc rigConfig) *rig {
@@ -173,10 +177,22 @@ func newRig(t *testing.T, rc rigConfig) *rig {
 		ccfg.SideEffects.MutatingTools = []string{remoteName}
 	}
 	cb := callbacks.MustNew(ccfg)
-	guarded, err := a2aguard.New(a2aguard.Config{
-		Dependency: dep, Callbacks: cb, HTTPClient: rc.httpClient, Timeout: rc.timeout,
-		Agent: remoteagent.A2AConfig{Name: remoteName, Description: "Answers billing questions.", AgentCard: cardFor(rc.url)},
-	})
+	if rc.dependency == "" {
+		rc.dependency = dep
+	}
+	acfg := remoteagent.A2AConfig{Name: remoteName, Description: "Answers billing questions.", AgentCard: cardFor(rc.url)}
+	var guarded agent.Agent
+	var err error
+	if rc.unguarded {
+		if rc.httpClient != nil {
+			acfg.ClientProvider = remoteagent.NewA2AClientProvider(a2aclient.NewFactory(a2aclient.WithJSONRPCTransport(rc.httpClient)))
+		}
+		guarded, err = remoteagent.NewA2A(acfg)
+	} else {
+		guarded, err = a2aguard.New(a2aguard.Config{
+			Dependency: rc.dependency, Callbacks: cb, HTTPClient: rc.httpClient, Timeout: rc.timeout, Agent: acfg,
+		})
+	}
 	require.NoError(t, err)
 	var root agent.Agent
 	switch rc.shape {
@@ -206,7 +222,7 @@ func newRig(t *testing.T, rc rigConfig) *rig {
 	if rc.turnTTL == 0 {
 		rc.turnTTL = 10 * time.Second
 	}
-	return &rig{t: t, clock: fake, deps: deps, cb: cb, h: h, session: sid, turnTTL: rc.turnTTL}
+	return &rig{t: t, clock: fake, deps: deps, cb: cb, h: h, session: sid, turnTTL: rc.turnTTL, dep: rc.dependency}
 }
 
 func lastFunctionResponse(req breakertest.Request) *genai.FunctionResponse {
@@ -222,6 +238,21 @@ func lastFunctionResponse(req breakertest.Request) *genai.FunctionResponse {
 	return nil
 }
 
+// newSession opens another conversation with the same agents.
+func (r *rig) newSession() string {
+	r.t.Helper()
+	sid, err := r.h.NewSession(context.Background())
+	require.NoError(r.t, err)
+	return sid
+}
+
+// turnIn runs one turn in the session sid.
+func (r *rig) turnIn(sid string) (*breakertest.Turn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.turnTTL)
+	defer cancel()
+	return r.h.Run(ctx, sid, "Is invoice 42 paid?")
+}
+
 // turn runs one user turn under the whole-turn deadline and returns it.
 func (r *rig) turn() *breakertest.Turn {
 	r.t.Helper()
@@ -233,7 +264,7 @@ func (r *rig) turn() *breakertest.Turn {
 }
 
 func (r *rig) breaker() *breaker.Breaker {
-	b, ok := r.deps.Get(dep)
+	b, ok := r.deps.Get(r.dep)
 	require.True(r.t, ok)
 	return b
 }
