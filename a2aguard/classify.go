@@ -60,11 +60,13 @@ func judge(parent, own context.Context, rec *record, last a2a.Event, err error, 
 }
 
 func judgeError(parent, own context.Context, status int, header http.Header, terr, err error, now time.Time) classify.Classification {
+	if ownDeadline(parent, own) {
+		// Our bound ended the request, before the caller's deadline: a timeout of the
+		// remote's, even if the caller's deadline has passed too by now.
+		return classify.ForClass(classify.ClassTimeout)
+	}
 	if parent.Err() != nil {
 		return classify.Error(parent, err) // the caller's deadline or cancellation: neutral
-	}
-	if errors.Is(own.Err(), context.DeadlineExceeded) {
-		return classify.ForClass(classify.ClassTimeout)
 	}
 	if status != 0 && status != http.StatusOK {
 		return classify.HTTPStatus(status, header, now)
@@ -76,6 +78,17 @@ func judgeError(parent, own context.Context, status int, header http.Header, ter
 		return c
 	}
 	return classify.Error(parent, err)
+}
+
+// ownDeadline reports whether the request's own deadline fired and came before the
+// caller's.
+func ownDeadline(parent, own context.Context) bool {
+	if !errors.Is(own.Err(), context.DeadlineExceeded) {
+		return false
+	}
+	od, _ := own.Deadline()
+	pd, ok := parent.Deadline()
+	return !ok || od.Before(pd)
 }
 
 // protocolError classifies the A2A errors a server answers with (JSON-RPC error

@@ -163,7 +163,7 @@ type rigConfig struct {
 	timeout    time.Duration
 	turnTTL    time.Duration // whole-turn deadline; defaults to 10s
 	mutating   bool
-	streaming  bool // run the root with SSE (a transfer then streams too)
+	streaming  bool   // run the root with SSE (a transfer then streams too)
 	dependency string // defaults to dep
 	unguarded  bool   // plain remoteagent.NewA2A, for the baseline
 }
