@@ -10,7 +10,10 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	remoteagent "google.golang.org/adk/v2/agent/remoteagent/v2"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/agenttool"
 
 	"github.com/agentbreaker/agentbreaker/a2aguard"
 	"github.com/agentbreaker/agentbreaker/breakertest"
@@ -57,3 +60,26 @@ func Example() {
 	// turn 1: this request to billing failed: it is refusing connections.
 	// turn 21: billing is temporarily unavailable: it is refusing connections.
 }
+
+// twoHops is the code of docs/a2a.md: one guarded remote agent, reached by transfer or
+// as a tool.
+func twoHops(cb *callbacks.Callbacks, card *a2a.AgentCard, llm model.LLM) (agent.Agent, agent.Agent, error) {
+	billing, err := a2aguard.New(a2aguard.Config{
+		Dependency: "billing",
+		Callbacks:  cb, // the agentbreaker plugin registered with the runner
+		Agent:      remoteagent.A2AConfig{Name: "billing-agent", AgentCard: card},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// By transfer: the root hands the turn to the remote agent, whose answer the user reads.
+	byTransfer, err := llmagent.New(llmagent.Config{Name: "root", Model: llm, SubAgents: []agent.Agent{billing}})
+	if err != nil {
+		return nil, nil, err
+	}
+	// As a tool: the root asks the remote agent and answers the user itself.
+	asTool, err := llmagent.New(llmagent.Config{Name: "root", Model: llm, Tools: []tool.Tool{agenttool.New(billing, nil)}})
+	return byTransfer, asTool, err
+}
+
+var _ = twoHops

@@ -2,6 +2,8 @@ package a2aguard_test
 
 import (
 	"encoding/json"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -189,5 +191,27 @@ func TestConfigErrors(t *testing.T) {
 			require.ErrorContains(t, err, tt.wantErr)
 			require.Panics(t, func() { a2aguard.MustNew(cfg) })
 		})
+	}
+}
+
+// TestPageShowsTheEvents: the texts docs/a2a.md quotes are the texts the events carry
+// (the jittered delay written "…").
+func TestPageShowsTheEvents(t *testing.T) {
+	page, err := os.ReadFile("../docs/a2a.md")
+	require.NoError(t, err)
+	r := newRig(t, rigConfig{shape: transfer, url: deadURL(t)})
+	var texts []string
+	for i := range breaker.DefaultMinimumCalls + 1 {
+		text := answerOf(t, r.turn())
+		if i == 0 || i == breaker.DefaultMinimumCalls {
+			texts = append(texts, regexp.MustCompile(`about \d+ seconds`).ReplaceAllString(text, "about … seconds"))
+		}
+	}
+	rem := newRemote(t, nil)
+	rem.set(modeHang)
+	m := newRig(t, rigConfig{shape: transfer, url: rem.srv.URL, timeout: 20 * time.Millisecond, mutating: true})
+	texts = append(texts, answerOf(t, m.turn()))
+	for _, text := range texts {
+		require.Contains(t, string(page), "| "+text+" |")
 	}
 }
