@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,6 +164,7 @@ type rigConfig struct {
 	mutating   bool
 	streaming  bool   // run the root with SSE (a transfer then streams too)
 	dependency string // defaults to dep
+	reserve    float64
 	unguarded  bool   // plain remoteagent.NewA2A, for the baseline
 }
 
@@ -190,7 +190,7 @@ func newRig(t *testing.T, rc rigConfig) *rig {
 		guarded, err = remoteagent.NewA2A(acfg)
 	} else {
 		guarded, err = a2aguard.New(a2aguard.Config{
-			Dependency: rc.dependency, Callbacks: cb, HTTPClient: rc.httpClient, Timeout: rc.timeout, Agent: acfg,
+			Dependency: rc.dependency, Callbacks: cb, HTTPClient: rc.httpClient, Timeout: rc.timeout, TurnReserve: rc.reserve, Agent: acfg,
 		})
 	}
 	require.NoError(t, err)
@@ -296,13 +296,4 @@ func answerOf(t *testing.T, turn *breakertest.Turn) string {
 	text := turn.FinalText()
 	require.NotEmpty(t, text, "the turn got no answer")
 	return text
-}
-
-func contains(s string, words ...string) bool {
-	for _, w := range words {
-		if !strings.Contains(s, w) {
-			return false
-		}
-	}
-	return true
 }
