@@ -165,7 +165,7 @@ type rigConfig struct {
 	streaming  bool   // run the root with SSE (a transfer then streams too)
 	dependency string // defaults to dep
 	reserve    float64
-	unguarded  bool   // plain remoteagent.NewA2A, for the baseline
+	unguarded  bool // plain remoteagent.NewA2A, for the baseline
 }
 
 func newRig(t *testing.T, rc rigConfig) *rig {
