@@ -21,6 +21,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
 // guard holds one remote agent's breaker and the state of its requests in flight. It
@@ -110,6 +111,7 @@ func New(cfg Config) (agent.Agent, error) {
 	}
 	if p := acfg.AgentCardProvider; p != nil && acfg.AgentCard == nil {
 		acfg.AgentCardProvider = g.cardProvider(p)
+		acfg.BeforeAgentCallbacks = append([]agent.BeforeAgentCallback{g.beforeCard}, acfg.BeforeAgentCallbacks...)
 	}
 	a, err := remoteagent.NewA2A(acfg)
 	if err != nil {
@@ -298,24 +300,58 @@ func (g *guard) bound(ctx context.Context) (context.Context, context.CancelFunc)
 
 // cardProvider keeps the last agent card a provider gave, and while the breaker is
 // not closed offers it without fetching: the request decides, and the card of a
-// remote that is down would only fail too, outside any callback, with the transport's
-// text.
+// remote that is down would only fail too, outside any callback. With no card yet,
+// the fetch goes through the breaker: refused, it is not attempted; failed, it counts
+// (the remote cannot be reached); a card fetched says nothing about the requests and
+// is not counted. adk-go ends such a run with an error event of its own, whose text
+// here names only the agent and the class.
 func (g *guard) cardProvider(p remoteagent.AgentCardProvider) remoteagent.AgentCardProvider {
 	return func(ctx context.Context) (*a2a.AgentCard, error) {
 		last := g.card.Load()
 		if last != nil && g.breaker.State() != breaker.Closed {
 			return last, nil
 		}
+		var permit breaker.Permit
+		if last == nil {
+			var err error
+			if permit, err = g.breaker.Allow(); err != nil {
+				return nil, fmt.Errorf("%s is temporarily unavailable: %s", payloads.CleanName(g.dep), payloads.Phrase(g.refusalClass()))
+			}
+		}
 		card, err := p(ctx)
 		if err != nil {
 			if last != nil {
-				return last, nil
+				return last, nil // the request meets the breaker
 			}
-			return nil, fmt.Errorf("the agent card of %s could not be fetched", g.name)
+			cls := classify.Error(ctx, err)
+			if ctx.Err() == nil && cls.Verdict != classify.Counts {
+				cls = classify.ForClass(classify.ClassTransport) // the card is not there: the remote is unreachable
+			}
+			permit.Report(cls.BreakerReport())
+			if cls.CountsAsFailure() {
+				cl := cls.Class
+				g.lastClass.Store(&cl)
+			}
+			return nil, fmt.Errorf("the agent card of %s could not be fetched: %s", payloads.CleanName(g.name), payloads.Phrase(cls.Class))
 		}
+		permit.Ignore()
 		g.card.Store(card)
 		return card, nil
 	}
+}
+
+// beforeCard answers, in words, a run that would have to fetch the agent card of a
+// remote whose breaker is open: adk-go resolves the card before any request
+// callback, and would end the run with an error event.
+func (g *guard) beforeCard(ctx agent.Context) (*genai.Content, error) {
+	if g.card.Load() != nil {
+		return nil, nil
+	}
+	if st := g.breaker.State(); st != breaker.Open && st != breaker.ForcedOpen {
+		return nil, nil // half-open: the card's fetch may be the probe
+	}
+	ev := g.refusal(ctx, g.refusalClass(), g.breaker.RetryAfter())
+	return ev.Content, nil
 }
 
 // hold is the delay the remote asked for (Retry-After on a 429 or 503), per guard:

@@ -1,6 +1,7 @@
 package a2aguard_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"regexp"
@@ -10,10 +11,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/agent/llmagent"
 	remoteagent "google.golang.org/adk/v2/agent/remoteagent/v2"
+	"google.golang.org/adk/v2/plugin"
 
 	"github.com/agentbreaker/agentbreaker/a2aguard"
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/breakertest"
+	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 )
@@ -214,4 +220,40 @@ func TestPageShowsTheEvents(t *testing.T) {
 	for _, text := range texts {
 		require.Contains(t, string(page), "| "+text+" |")
 	}
+}
+
+// TestCardProviderThroughTheBreaker: with an AgentCardProvider and a remote that is
+// down from the start, the card's fetch fails every turn before any request callback
+// runs; the failures count, the breaker opens at the volume gate, and from then on the
+// run is answered in words without fetching.
+func TestCardProviderThroughTheBreaker(t *testing.T) {
+	rem := newRemote(t, nil)
+	rem.set(mode503)
+	fake := clock.NewFake(time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC))
+	deps := dependencymap.MustNew(dependencymap.Config{Clock: fake})
+	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: fake})
+	guarded, err := a2aguard.New(a2aguard.Config{Dependency: dep, Callbacks: cb, Agent: remoteagent.A2AConfig{
+		Name: remoteName, AgentCardProvider: remoteagent.NewAgentCardProvider(rem.srv.URL + "/.well-known/agent-card.json"),
+	}})
+	require.NoError(t, err)
+	m := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(breakertest.Request) breakertest.Step {
+		return breakertest.Call("transfer_to_agent", map[string]any{"agent_name": remoteName})
+	}})
+	root, err := llmagent.New(llmagent.Config{Name: "root", Model: m, SubAgents: []agent.Agent{guarded}})
+	require.NoError(t, err)
+	h := breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: root, Plugins: []*plugin.Plugin{cb.Plugin()}})
+	sid, err := h.NewSession(context.Background())
+	require.NoError(t, err)
+	var last *breakertest.Turn
+	for range turns {
+		last, err = h.Run(context.Background(), sid, "Is invoice 42 paid?")
+		require.NoError(t, err)
+		for _, ev := range last.Events {
+			for _, w := range transportWords {
+				require.NotContains(t, ev.ErrorMessage, w)
+			}
+		}
+	}
+	require.EqualValues(t, breaker.DefaultMinimumCalls, rem.requests.Load(), "card fetches that reached the remote")
+	require.Contains(t, last.FinalText(), "billing is temporarily unavailable")
 }
