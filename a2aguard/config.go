@@ -45,9 +45,9 @@ type Config struct {
 	// agent/remoteagent/v2): Name and AgentCard (or AgentCardProvider) are required.
 	// New prepends its callbacks to BeforeRequestCallbacks and AfterRequestCallbacks,
 	// so yours see its answers. With ClientProvider nil (the usual case) New builds
-	// the a2a client over HTTPClient; a ClientProvider of yours is wrapped instead,
-	// and then HTTP statuses and Retry-After are only known if its HTTP client's
-	// transport is [Guard.Transport]'s.
+	// the a2a client over HTTPClient; a ClientProvider of yours is wrapped instead
+	// (deadlines, final states and the breaker apply), and then HTTP statuses and
+	// Retry-After are not recorded: such a failure is classified from its error alone.
 	Agent remoteagent.A2AConfig
 	// HTTPClient is the HTTP client the a2a client uses (JSON-RPC and REST). New copies
 	// it and wraps its Transport to record statuses, Retry-After and transport errors
