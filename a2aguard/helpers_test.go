@@ -60,7 +60,7 @@ type remote struct {
 	model      *breakertest.Model
 }
 
-func newRemote(t *testing.T, remoteModel func(breakertest.Request) breakertest.Step) *remote {
+func newRemote(t testing.TB, remoteModel func(breakertest.Request) breakertest.Step) *remote {
 	t.Helper()
 	r := &remote{}
 	if remoteModel == nil {
@@ -109,7 +109,7 @@ func cardFor(url string) *a2a.AgentCard {
 }
 
 // deadURL is an address nobody listens on: connecting to it is refused.
-func deadURL(t *testing.T) string {
+func deadURL(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -145,7 +145,7 @@ const (
 // AgentTool, run by adk-go's real runner with the agentbreaker plugin and a fake
 // clock.
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	clock   *clock.Fake
 	deps    *dependencymap.Map
 	cb      *callbacks.Callbacks
@@ -168,7 +168,7 @@ type rigConfig struct {
 	unguarded  bool // plain remoteagent.NewA2A, for the baseline
 }
 
-func newRig(t *testing.T, rc rigConfig) *rig {
+func newRig(t testing.TB, rc rigConfig) *rig {
 	t.Helper()
 	fake := clock.NewFake(time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC))
 	deps := dependencymap.MustNew(dependencymap.Config{Clock: fake})
