@@ -1,0 +1,109 @@
+package a2aguard
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	remoteagent "google.golang.org/adk/v2/agent/remoteagent/v2"
+
+	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/redact"
+)
+
+// Defaults of Config.
+const (
+	// DefaultTimeout bounds one request to the remote agent. The a2a client's own
+	// default is three minutes (a2aclient's defaultRequestTimeout), longer than most
+	// turns: a hang would end as the turn's deadline, which is neutral, and the
+	// remote's breaker would never trip.
+	DefaultTimeout = 30 * time.Second
+	// DefaultTurnReserve is the share of the time left before the caller's deadline (the
+	// turn's, or the tool timeout of the AgentTool call) that a request leaves unused,
+	// so that the request times out first, counts, and the turn still has time to
+	// answer.
+	DefaultTurnReserve = 0.1
+	maxTimeout         = time.Hour
+	maxAnswer          = 512 // bytes of the remote's own words passed on, as for tools
+)
+
+// Config configures [New].
+type Config struct {
+	// Dependency is the dependency key the remote agent's requests are guarded under:
+	// its breaker is the one the plugin's dependency map has (or creates, with the
+	// default policy) for this key. Required.
+	Dependency string
+	// Callbacks is the agentbreaker plugin registered with the runner. Its dependency
+	// map holds the breaker, its clock times holds, and its MutatingTools decide
+	// whether a request of unknown outcome is answered with the outcome-unknown
+	// payload (list Agent.Name there for a remote agent that changes things).
+	// Required.
+	Callbacks *callbacks.Callbacks
+	// Agent configures the remote agent, as for remoteagent.NewA2A (adk-go's
+	// agent/remoteagent/v2): Name and AgentCard (or AgentCardProvider) are required.
+	// New prepends its callbacks to BeforeRequestCallbacks and AfterRequestCallbacks,
+	// so yours see its answers. With ClientProvider nil (the usual case) New builds
+	// the a2a client over HTTPClient; a ClientProvider of yours is wrapped instead
+	// (deadlines, final states and the breaker apply), and then HTTP statuses and
+	// Retry-After are not recorded: such a failure is classified from its error alone.
+	Agent remoteagent.A2AConfig
+	// HTTPClient is the HTTP client the a2a client uses (JSON-RPC and REST). New copies
+	// it and wraps its Transport to record statuses, Retry-After and transport errors
+	// per request; its Timeout is kept only if shorter than Timeout. Defaults to a
+	// client over http.DefaultTransport.
+	HTTPClient *http.Client
+	// Timeout bounds each request to the remote agent, streamed answers included,
+	// and replaces the a2a client's three-minute default. It is further bounded by the
+	// caller's deadline less TurnReserve. A request past it is a timeout: UNKNOWN,
+	// counted. Negative means no timeout of its own (the caller's deadline, less
+	// TurnReserve, still applies). Defaults to DefaultTimeout (30s); at most 1h.
+	Timeout time.Duration
+	// TurnReserve is the share (0 to 0.9) of the time left before the caller's
+	// deadline that each request leaves for the turn to answer. Zero means
+	// DefaultTurnReserve (0.1); negative means none (the request may run to the
+	// caller's deadline, and a hang then ends as the turn's deadline: neutral).
+	TurnReserve float64
+	// Logger receives a record for each refused request and each failed one, with the
+	// dependency, the outcome and the class, never the remote's text. Defaults to
+	// discarding everything.
+	Logger *slog.Logger
+}
+
+func (cfg Config) withDefaults() (Config, error) {
+	switch {
+	case cfg.Dependency == "":
+		return cfg, errors.New(`a2aguard: Config.Dependency = "": required`)
+	case cfg.Callbacks == nil:
+		return cfg, errors.New("a2aguard: Config.Callbacks = nil: required (the agentbreaker plugin of the runner)")
+	case cfg.Agent.Name == "":
+		return cfg, errors.New(`a2aguard: Config.Agent.Name = "": required (the remote agent's name; the root transfers to it by name)`)
+	case cfg.Agent.AgentCard == nil && cfg.Agent.AgentCardProvider == nil:
+		return cfg, errors.New("a2aguard: Config.Agent.AgentCard = nil and Config.Agent.AgentCardProvider = nil: one is required")
+	}
+	if err := redact.CheckName("a2aguard: Config.Dependency", cfg.Dependency); err != nil {
+		return cfg, err
+	}
+	if err := redact.CheckName("a2aguard: Config.Agent.Name", cfg.Agent.Name); err != nil {
+		return cfg, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Timeout > maxTimeout {
+		return cfg, fmt.Errorf("a2aguard: Config.Timeout = %s: must be at most 1h (0 for the default, %s; negative for none)", cfg.Timeout, DefaultTimeout)
+	}
+	switch {
+	case cfg.TurnReserve == 0:
+		cfg.TurnReserve = DefaultTurnReserve
+	case cfg.TurnReserve < 0:
+		cfg.TurnReserve = 0
+	case cfg.TurnReserve > 0.9 || cfg.TurnReserve != cfg.TurnReserve: // NaN too
+		return cfg, fmt.Errorf("a2aguard: Config.TurnReserve = %g: must be at most 0.9 (0 for the default, %g; negative for none)", cfg.TurnReserve, DefaultTurnReserve)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, nil
+}
