@@ -26,7 +26,7 @@ func (c Config) SeriesBound() int {
 	const outcomes = 4
 	otherRows := breakerSeries - 1 + maxOtherTransitions +
 		outcomes + outcomes*hist + 5 +
-		4 + 2 + throttleSeries
+		4 + 2 + throttleSeries + limitSeries
 	const fixed = int(numFamilies) + 2 + 1 + 1
 	bound := c.MaxSeries + otherRows + fixed
 	if c.Fleet != nil {

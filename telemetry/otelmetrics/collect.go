@@ -17,13 +17,14 @@ import (
 const scopeFleet = "fleet"
 
 // collect is the one callback of the observable instruments: it reads the watched
-// breakers, throttles, fleet and failover, and what events and pushes left, as the
+// breakers, throttles, adaptive limits, fleet and failover, and what events and pushes left, as the
 // Prometheus collectors do at scrape time.
 func (m *Metrics) collect(_ context.Context, o metric.Observer) error {
 	e := &emitter{m: m, o: o, kvs: make([]attribute.KeyValue, 0, 4)}
 	m.collectBreakers(e)
 	m.collectGauges(e)
 	m.collectThrottles(e)
+	m.collectLimits(e)
 	m.collectModels(e)
 	for i := range numInst {
 		if r := &instruments[i]; r.read != nil {

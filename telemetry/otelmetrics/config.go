@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentbreaker/agentbreaker"
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/throttle"
@@ -39,6 +40,15 @@ type BreakerSource interface {
 type ThrottleSource interface {
 	// Throttles returns every throttle, sorted by name.
 	Throttles() []*throttle.Throttle
+}
+
+// LimitSource lists the adaptive concurrency limits whose state is read at collection
+// time. *dependencymap.Map implements it. It has the method set of
+// telemetry.LimitSource, so one value feeds both paths. Implementations must be safe
+// for concurrent use.
+type LimitSource interface {
+	// Limiters returns every adaptive limit, sorted by name.
+	Limiters() []*adaptivelimit.Limiter
 }
 
 // FleetSource is what fleet mode (package fleet) shows at collection time; *fleet.Fleet
@@ -84,6 +94,10 @@ type Config struct {
 	// Throttles is read at collection time for every throttle's shed share and shed
 	// counts. Defaults to none; [Metrics.WatchThrottles] adds one later.
 	Throttles ThrottleSource
+	// Limits is read at collection time for every adaptive concurrency limit's value,
+	// floor, no-load latency and refusals. Defaults to none; [Metrics.WatchLimits]
+	// adds one later.
+	Limits LimitSource
 	// Fleet, when set, is read at collection time for fleet mode's counters and each
 	// watched breaker's scope. [Metrics.WatchFleet] sets it later. Defaults to none.
 	Fleet FleetSource

@@ -20,6 +20,7 @@
 //	})
 //	om.Watch(deps)
 //	om.WatchThrottles(deps)
+//	om.WatchLimits(deps)
 //	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: om}})
 //
 // The model failover wrapper takes om.ModelObserver() (then Watch the Failover),
@@ -45,9 +46,10 @@
 //
 // Counters of events on the call path are synchronous instruments recorded with an
 // attribute set built once per series, so counting a call allocates nothing once its
-// series exists. Breaker state, window counts, throttles, the fleet, the journal and
-// the failover gauges are observable instruments read in one callback at collection
-// time, as the Prometheus collectors read them at scrape time.
+// series exists. Breaker state, window counts, throttles, adaptive concurrency limits,
+// the fleet, the journal and the failover gauges are observable instruments read in
+// one callback at collection time, as the Prometheus collectors read them at scrape
+// time.
 //
 // # Cardinality
 //

@@ -14,6 +14,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
@@ -116,7 +117,7 @@ func exercise(t *testing.T, m *otelmetrics.Metrics, clk *clock.Fake) {
 	deps := dependencymap.MustNew(dependencymap.Config{
 		Clock: clk,
 		Dependencies: map[string]dependencymap.Dependency{
-			"crm":     {Tools: []string{"lookup_customer"}},
+			"crm":     {Tools: []string{"lookup_customer"}, Adaptive: &adaptivelimit.Config{MinLimit: 1, InitialLimit: 2, MinSamples: 1, UpdateInterval: time.Second}},
 			"search":  {Tools: []string{"web_search"}, Throttle: &throttle.Config{}},
 			"billing": {Tools: []string{"get_invoice"}, Policy: breaker.Policy{MinimumCalls: 1, Jitter: -1}},
 		},
@@ -124,6 +125,7 @@ func exercise(t *testing.T, m *otelmetrics.Metrics, clk *clock.Fake) {
 	})
 	m.Watch(deps)
 	m.WatchThrottles(deps)
+	m.WatchLimits(deps)
 	m.WatchFleet(stubFleet{})
 	ctx := context.Background()
 	m.CallOutcome(ctx, observe.Call{Dependency: "crm", Tool: "lookup_customer", Outcome: classify.Succeeded, Elapsed: time.Millisecond})
@@ -149,6 +151,25 @@ func exercise(t *testing.T, m *otelmetrics.Metrics, clk *clock.Fake) {
 	if p, err := crm.Allow(); err == nil {
 		p.Success() // one call in crm's window
 	}
+	adaptive(t, deps.Limiter("crm"), clk.Now())
+}
+
+// adaptive drives l (limit 2, floor 1, one sample an update) through a refusal and an
+// update: two critical calls started 2 s before now fill the limit and a low one is
+// refused; the first ends at now after 2 s, which measures a no-load latency of 2 s
+// and, the limit being full, raises it to 3 (2 + √2, rounded).
+func adaptive(t *testing.T, l *adaptivelimit.Limiter, now time.Time) {
+	t.Helper()
+	start := now.Add(-2 * time.Second)
+	p1, err := l.AcquireAt(start, throttle.Critical)
+	require.NoError(t, err)
+	p2, err := l.AcquireAt(start, throttle.Critical)
+	require.NoError(t, err)
+	_, err = l.AcquireAt(start, throttle.Low)
+	require.ErrorIs(t, err, adaptivelimit.ErrLimited)
+	p1.DoneAt(now)
+	p2.Release()
+	require.Equal(t, 3, l.Limit())
 }
 
 func providerForTest(t *testing.T) *sdkmetric.MeterProvider {

@@ -63,6 +63,10 @@ const (
 	instSeriesOverflow
 	instThrottleShare
 	instThrottleShed
+	instAdaptiveLimit
+	instAdaptiveLimitMin
+	instAdaptiveNoLoad
+	instAdaptiveRefused
 	instFleetSyncs
 	instFleetSyncFailures
 	instFleetOutages
@@ -201,6 +205,15 @@ var instruments = [numInst]row{
 		desc: "Share of the dependency's calls its throttle is shedding now (p, the share taken from the lowest priorities first); 0 while it sheds nothing.", attrs: dep},
 	instThrottleShed: {name: "agentbreaker.throttle.shed", unit: "{call}", kind: total, prom: "agentbreaker_throttle_shed_total",
 		desc:  "Calls the dependency's throttle refused (never sent) while the dependency was partly overloaded, by the call's priority.",
+		attrs: []attribute.Key{kDependency, kPriority}},
+	instAdaptiveLimit: {name: "agentbreaker.adaptive_limit", unit: "{call}", kind: gauge, prom: "agentbreaker_adaptive_limit",
+		desc: "The dependency's adaptive concurrency limit in force: how many of its calls may be in flight (the share of it each priority may fill is in docs/adaptive-concurrency.md).", attrs: dep},
+	instAdaptiveLimitMin: {name: "agentbreaker.adaptive_limit.min", unit: "{call}", kind: gauge, prom: "agentbreaker_adaptive_limit_min",
+		desc: "The floor of the dependency's adaptive concurrency limit (MinLimit): a limit that stays there means the dependency stays slow.", attrs: dep},
+	instAdaptiveNoLoad: {name: "agentbreaker.adaptive_limit.no_load", unit: "s", kind: gauge, prom: "agentbreaker_adaptive_limit_no_load_seconds",
+		desc: "The no-load latency the dependency's adaptive limit measured (0 until measured), in seconds.", attrs: dep},
+	instAdaptiveRefused: {name: "agentbreaker.adaptive_limit.refused", unit: "{call}", kind: total, prom: "agentbreaker_adaptive_limit_refused_total",
+		desc:  "Calls the dependency's adaptive concurrency limit refused at once (never sent, never counted as the dependency's failure), by the call's priority.",
 		attrs: []attribute.Key{kDependency, kPriority}},
 	instFleetSyncs: {name: "agentbreaker.fleet.syncs", unit: "{sync}", kind: total, prom: "agentbreaker_fleet_syncs_total",
 		desc: "Successful fleet sync rounds with Redis (one pipelined round trip each)."},

@@ -36,6 +36,7 @@ const (
 	famAbandoned
 	famAbandonedTotal
 	famThrottle // every series of one throttle, read at collection time
+	famLimit    // every series of one adaptive limit, read at collection time
 	numFamilies
 )
 
@@ -55,6 +56,7 @@ var familyNames = [numFamilies]string{
 	famAbandoned:      "agentbreaker_tool_calls_abandoned",
 	famAbandonedTotal: "agentbreaker_tool_calls_abandoned_total",
 	famThrottle:       "agentbreaker_throttle_shed_share",
+	famLimit:          "agentbreaker_adaptive_limit",
 }
 
 // breakerSeries is how many series one breaker exports, as in package telemetry: 5
@@ -64,6 +66,11 @@ const breakerSeries = 5 + 8 + 5 + 3
 // throttleSeries is how many series one throttle exports: the share and the shed
 // count of each of the four priorities.
 const throttleSeries = 1 + 4
+
+// limitSeries is how many series one adaptive limit exports, as in package telemetry:
+// the limit, its floor, the measured no-load latency and the refusals of each of the
+// four priorities.
+const limitSeries = 3 + 4
 
 // Metrics reports what agentbreaker sees as OpenTelemetry instruments on a
 // caller-supplied [metric.MeterProvider]: the measurements of the Prometheus telemetry
@@ -84,6 +91,7 @@ type Metrics struct {
 	sourceMu        sync.Mutex
 	sources         atomic.Pointer[[]BreakerSource]
 	throttleSources atomic.Pointer[[]ThrottleSource]
+	limitSources    atomic.Pointer[[]LimitSource]
 	fleet           atomic.Pointer[FleetSource]
 	failover        atomic.Pointer[modelfailover.Failover]
 
@@ -153,6 +161,9 @@ func New(cfg Config) (*Metrics, error) {
 	}
 	if cfg.Throttles != nil {
 		m.WatchThrottles(cfg.Throttles)
+	}
+	if cfg.Limits != nil {
+		m.WatchLimits(cfg.Limits)
 	}
 	if cfg.Fleet != nil {
 		m.WatchFleet(cfg.Fleet)

@@ -56,6 +56,10 @@ var allInstruments = map[string]string{
 	"agentbreaker.telemetry.series_overflow":   "{report}",
 	"agentbreaker.throttle.shed_share":         "",
 	"agentbreaker.throttle.shed":               "{call}",
+	"agentbreaker.adaptive_limit":              "{call}",
+	"agentbreaker.adaptive_limit.min":          "{call}",
+	"agentbreaker.adaptive_limit.no_load":      "s",
+	"agentbreaker.adaptive_limit.refused":      "{call}",
 	"agentbreaker.fleet.syncs":                 "{sync}",
 	"agentbreaker.fleet.sync_failures":         "{sync}",
 	"agentbreaker.fleet.outages":               "{outage}",
@@ -123,6 +127,13 @@ func TestEveryInstrumentIsCollected(t *testing.T) {
 	require.Equal(t, 0.0, c.points(t, "agentbreaker.telemetry.series_overflow")["metric=agentbreaker_calls_total"])
 	require.Equal(t, map[string]float64{"dependency=search": 0}, c.points(t, "agentbreaker.throttle.shed_share"))
 	require.Len(t, c.points(t, "agentbreaker.throttle.shed"), 4, "one per priority")
+	require.Equal(t, map[string]float64{"dependency=crm": 3}, c.points(t, "agentbreaker.adaptive_limit"))
+	require.Equal(t, map[string]float64{"dependency=crm": 1}, c.points(t, "agentbreaker.adaptive_limit.min"))
+	require.Equal(t, map[string]float64{"dependency=crm": 2}, c.points(t, "agentbreaker.adaptive_limit.no_load"))
+	require.Equal(t, map[string]float64{
+		"dependency=crm,priority=low": 1, "dependency=crm,priority=normal": 0,
+		"dependency=crm,priority=high": 0, "dependency=crm,priority=critical": 0,
+	}, c.points(t, "agentbreaker.adaptive_limit.refused"))
 	require.Equal(t, map[string]float64{"": 10}, c.points(t, "agentbreaker.fleet.syncs"))
 	require.Equal(t, map[string]float64{"": 2}, c.points(t, "agentbreaker.fleet.sync_failures"))
 	require.Equal(t, map[string]float64{"": 1}, c.points(t, "agentbreaker.fleet.outages"))
@@ -197,6 +208,8 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.Shed(ctx, observe.Shed{})
 	m.TransitionDuring(ctx, "x")
 	m.Watch(nil)
+	m.WatchThrottles(nil)
+	m.WatchLimits(nil)
 	require.NoError(t, m.Close())
 }
 

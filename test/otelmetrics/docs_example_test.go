@@ -38,6 +38,7 @@ func operationsPage(ctx context.Context, reg *prometheus.Registry) (*callbacks.C
 	})
 	om.Watch(deps)
 	om.WatchThrottles(deps)
+	om.WatchLimits(deps)
 	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: om}})
 	timeouts := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: om.ToolAbandoned}
 	om.JournalPending(0, time.Time{}) // or go telemetry.WatchJournal(ctx, telemetry.JournalWatch{Journal: j, Observer: om})

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
@@ -157,6 +158,30 @@ func shedding(from, until time.Duration) incident {
 	}
 }
 
+// slowing is the adaptive limit of a dependency (20, floor 2, one update a second on
+// one sample) called once a second. It answers in 100 ms, then in 10 s from 3 s before
+// floor until until: each update halves the limit (20, 10, 5, 3, then 2), so it reaches
+// its floor at floor, checked at every step, and stays there until until, when the
+// fast answers raise it again.
+func slowing(name string, floor, until time.Duration) incident {
+	return func(t *testing.T, m *otelmetrics.Metrics, clk *clock.Fake) func(time.Duration) {
+		l, err := adaptivelimit.New(adaptivelimit.Config{Name: name, MinLimit: 2, InitialLimit: 20, MinSamples: 1,
+			UpdateInterval: time.Second, NoLoadInterval: 24 * time.Hour, Clock: clk})
+		require.NoError(t, err)
+		m.WatchLimits(limitList{l})
+		return func(now time.Duration) {
+			latency := 100 * time.Millisecond
+			if now >= floor-3*time.Second && now < until {
+				latency = 10 * time.Second
+			}
+			p, err := l.AcquireAt(clk.Now().Add(-latency), throttle.Normal)
+			require.NoError(t, err)
+			p.DoneAt(clk.Now())
+			require.Equal(t, now >= floor && now < until, l.AtFloor(), "%s at %s: limit %d", name, now, l.Limit())
+		}
+	}
+}
+
 var otelScenarios = []otelScenario{
 	{
 		name: "model failover", alert: "AgentbreakerModelFailover", end: minutes(20),
@@ -201,6 +226,13 @@ var otelScenarios = []otelScenario{
 	{
 		name: "sustained shedding", alert: "AgentbreakerSheddingSustained", end: minutes(30),
 		fires: shedding(sec(4, 40), minutes(60)), quiet: shedding(sec(4, 40), sec(13, 40)),
+		event:     sec(4, 40),
+		firesFrom: sec(14, 40), firesBy: sec(15, 55),
+	},
+	{
+		// At its floor from 4m40s; the quiet one for 9 minutes only.
+		name: "adaptive limit at its floor", alert: "AgentbreakerAdaptiveLimitAtFloor", end: minutes(30),
+		fires: slowing("search", sec(4, 40), minutes(60)), quiet: slowing("maps", sec(4, 40), sec(13, 40)),
 		event:     sec(4, 40),
 		firesFrom: sec(14, 40), firesBy: sec(15, 55),
 	},

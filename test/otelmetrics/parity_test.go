@@ -15,6 +15,7 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
@@ -58,7 +59,8 @@ func (f fanModels) ObserveFailover(ctx context.Context, e modelfailover.Event) {
 }
 
 // exercise reports one of everything to both paths, from real parts: a dependency map
-// whose breakers trip, probe, are forced open and get a longer cooldown, a throttle, a
+// whose breakers trip, probe, are forced open and get a longer cooldown, a throttle, an
+// adaptive concurrency limit that refuses a call and measures its no-load latency, a
 // model failover over two scripted routes, the journal, an abandoned tool call and a
 // fleet.
 func (b *both) exercise(t *testing.T) {
@@ -73,8 +75,9 @@ func (b *both) exercise(t *testing.T) {
 	deps := dependencymap.MustNew(dependencymap.Config{
 		Clock: b.clk,
 		Dependencies: map[string]dependencymap.Dependency{
-			"crm":     {Tools: []string{"lookup_customer"}},
-			"search":  {Tools: []string{"web_search"}, Throttle: &throttle.Config{}},
+			"crm": {Tools: []string{"lookup_customer"}},
+			"search": {Tools: []string{"web_search"}, Throttle: &throttle.Config{},
+				Adaptive: &adaptivelimit.Config{MinLimit: 1, InitialLimit: 2, MinSamples: 1, UpdateInterval: time.Second}},
 			"billing": {Tools: []string{"get_invoice"}, Policy: breaker.Policy{MinimumCalls: 1, Jitter: -1}},
 			"mail":    {Tools: []string{"send_mail"}, Policy: breaker.Policy{MinimumCalls: 1, Jitter: -1}},
 		},
@@ -85,6 +88,8 @@ func (b *both) exercise(t *testing.T) {
 	b.otel.m.Watch(deps)
 	b.tel.WatchThrottles(deps)
 	b.otel.m.WatchThrottles(deps)
+	b.tel.WatchLimits(deps)
+	b.otel.m.WatchLimits(deps)
 	b.tel.WatchFleet(stubFleet{})
 	b.otel.m.WatchFleet(stubFleet{})
 
@@ -125,6 +130,24 @@ func (b *both) exercise(t *testing.T) {
 	p.Success()
 	search, _ := deps.ForTool("web_search")
 	_ = search
+
+	// search's adaptive limit (2, floor 1): two critical calls fill it and a low one is
+	// refused; the first ends after 2 s, which measures the no-load latency and,
+	// the limit being full, raises it to 3.
+	lim := deps.Limiter("search")
+	start, end := b.clk.Now().Add(-2*time.Second), b.clk.Now()
+	var held []adaptivelimit.Permit
+	for range 2 {
+		lp, err := lim.AcquireAt(start, throttle.Critical)
+		require.NoError(t, err)
+		held = append(held, lp)
+	}
+	_, err = lim.AcquireAt(start, throttle.Low)
+	require.ErrorIs(t, err, adaptivelimit.ErrLimited)
+	held[0].DoneAt(end)
+	held[1].Release()
+	require.Equal(t, 3, lim.Limit())
+	require.Equal(t, 2*time.Second, lim.NoLoad())
 
 	// A model failover over two scripted routes: the primary fails, its breaker
 	// opens, the fallback serves.
@@ -205,6 +228,72 @@ func TestOTelPathFoldsLikePrometheus(t *testing.T) {
 	bound := otelmetrics.Config{MaxSeries: 300}.SeriesBound()
 	require.LessOrEqual(t, len(got), bound)
 	t.Logf("%d series on each path (bound %d)", len(got), bound)
+}
+
+// limitList is a LimitSource of both paths: its limiters, in order.
+type limitList []*adaptivelimit.Limiter
+
+func (l limitList) Limiters() []*adaptivelimit.Limiter { return l }
+
+// TestOTelPathFoldsLimitsLikePrometheus watches the same adaptive limits on both paths
+// under a series budget that admits four of them: names with hostile bytes, one named
+// "other", two that sanitise alike, some that refused calls or measured a no-load
+// latency, and a second source listing a name again. Both paths admit the same
+// limits, fold the same ones into dependency="other" with the same values, and a
+// second scrape charges nothing more.
+func TestOTelPathFoldsLimitsLikePrometheus(t *testing.T) {
+	t.Parallel()
+	b := newBoth(t, 4*7+3, 0)
+	var ls limitList
+	for i := range 12 {
+		name := fmt.Sprintf("limited-%d\x00\xff", i)
+		switch i {
+		case 2:
+			name = "other"
+		case 5:
+			name = "limited-1\x01\xfe" // sanitises as limited-1 does
+		}
+		l := adaptivelimit.MustNew(adaptivelimit.Config{Name: name, MinLimit: 1 + i%3, InitialLimit: 3 + i,
+			MinSamples: 1, UpdateInterval: time.Millisecond, Clock: b.clk})
+		if i%4 == 1 {
+			// A call that took 100·(i+1) ms: the no-load latency.
+			p, err := l.AcquireAt(epoch, throttle.Normal)
+			require.NoError(t, err)
+			p.DoneAt(epoch.Add(time.Duration(i+1) * 100 * time.Millisecond))
+		}
+		for range i % 3 {
+			// Fill the limit with critical calls, then be refused a low one.
+			for l.InFlight() < l.Limit() {
+				_, err := l.Acquire(throttle.Critical)
+				require.NoError(t, err)
+			}
+			_, err := l.Acquire(throttle.Low)
+			require.ErrorIs(t, err, adaptivelimit.ErrLimited)
+		}
+		ls = append(ls, l)
+	}
+	again := limitList{adaptivelimit.MustNew(adaptivelimit.Config{Name: "limited-0\x00\xff", MinLimit: 50, InitialLimit: 50})}
+	b.tel.WatchLimits(ls)
+	b.tel.WatchLimits(again)
+	b.otel.m.WatchLimits(ls)
+	b.otel.m.WatchLimits(again)
+	for range 2 {
+		want, got := gather(t, b.prom, ""), gather(t, b.otel.reg, "otel_scope_")
+		require.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)))
+		for k, w := range want {
+			require.InDelta(t, w.value, got[k].value, 1e-9, k)
+		}
+		limits := 0
+		for k := range got {
+			if strings.HasPrefix(k, "agentbreaker_adaptive_limit{") {
+				limits++
+			}
+		}
+		require.Equal(t, 4+1, limits, "four limits on their own, the rest in other")
+		require.Contains(t, got, `agentbreaker_adaptive_limit{dependency="other"}`)
+		require.Positive(t, got[`agentbreaker_adaptive_limit_refused_total{dependency="other",priority="low"}`].value)
+		require.Positive(t, got[`agentbreaker_adaptive_limit_no_load_seconds{dependency="other"}`].value)
+	}
 }
 
 // TestSeriesBoundsAgree: both paths promise the same worst case for the same caps.
