@@ -36,6 +36,7 @@ type wfOptions struct {
 	maxAttempts      int
 	shouldRetry      func(error) bool
 	failuresAsErrors bool
+	withRetry        bool
 	// routes, when set, replaces the Refused/Default edges: one recorder per route.
 	routes map[workflow.Route]*recorder
 }
@@ -49,7 +50,11 @@ func newWorkflow(t *testing.T, o wfOptions) *wfFixture {
 			"crm": {Tools: []string{"crm_lookup"}, Policy: crmPolicy(o.minCalls)},
 		},
 	})
-	f.guard = callbacks.MustNew(callbacks.Config{Dependencies: f.deps, Clock: f.clk})
+	cfg := callbacks.Config{Dependencies: f.deps, Clock: f.clk}
+	if o.withRetry {
+		cfg.SideEffects.Retry = retry.MustNew(retry.Config{Clock: f.clk})
+	}
+	f.guard = callbacks.MustNew(cfg)
 	lookup, err := workflowguard.New(workflowguard.Config{
 		Callbacks:        f.guard,
 		Tool:             crmTool(t, "crm_lookup", f.srv.URL),
@@ -288,5 +293,36 @@ func TestShouldRetryRefusesWhileTheBreakerRefuses(t *testing.T) {
 	}
 	if workflowguard.ShouldRetry(nil)(workflow.ErrInputValidation) {
 		t.Error("ShouldRetry(nil) retries workflow.ErrInputValidation; adk-go's default does not")
+	}
+}
+
+// docs/side-effects.md, "One budget across hops": "A workflow node retried by adk-go's
+// scheduler is the next attempt of its call's operation"; docs/agents.md: ShouldRetry
+// refuses "when the call's operation may not make another attempt (with
+// SideEffects.Retry: its attempts, deadline or the dependency's retry budget are
+// spent). Each retry is the operation's next attempt, charged to the budget." The node
+// allows 5 attempts; the quiet CRM's budget allows one retry per 10 s window.
+func TestWorkflowNodeRetriesDrawOnTheRetryBudget(t *testing.T) {
+	ctx := context.Background()
+	plain := newWorkflow(t, wfOptions{minCalls: 100, maxAttempts: 5})
+	plain.srv.Set(breakertest.Status(503))
+	plain.runWorkflow(t, ctx)
+	if n := plain.srv.Requests(); n != 5 {
+		t.Fatalf("without SideEffects.Retry the node sent %d requests, the scenario expects its 5 attempts", n)
+	}
+	f := newWorkflow(t, wfOptions{minCalls: 100, maxAttempts: 5, withRetry: true})
+	f.srv.Set(breakertest.Status(503))
+	if errs := f.runWorkflow(t, ctx); len(errs) > 0 {
+		t.Fatalf("the workflow failed: %v", errs)
+	}
+	if n := f.srv.Requests(); n > 2 {
+		t.Fatalf("%d requests reached the dead CRM in one run, want at most 2: the first attempt and the budget's one retry, not the node's 5 attempts", n)
+	}
+	got := f.fromCache.got()
+	if len(got) != 1 {
+		t.Fatalf("the Refused branch ran %d times, want 1", len(got))
+	}
+	if rt := responseType(got[0]); rt != payloads.TypeFailed && rt != payloads.TypeBudgetExhausted {
+		t.Errorf("node output response_type = %q, want the failure or budget-exhausted payload", rt)
 	}
 }
