@@ -5,8 +5,10 @@
 package adaptive_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/payloads"
@@ -36,6 +39,10 @@ type fixture struct {
 	h    *breakertest.Harness
 	lim  *adaptivelimit.Limiter
 	brk  *breaker.Breaker
+
+	mu     sync.Mutex
+	events []callbacks.Event
+	logs   syncBuffer
 
 	wg sync.WaitGroup
 }
@@ -64,7 +71,14 @@ func newFixture(t *testing.T) *fixture {
 	if f.brk, ok = f.deps.Get("search"); !ok {
 		t.Fatal("no search breaker")
 	}
-	guard := callbacks.MustNew(callbacks.Config{Dependencies: f.deps, Clock: f.clk})
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: f.deps, Clock: f.clk, Observability: callbacks.Observability{
+		OnEvent: func(e callbacks.Event) {
+			f.mu.Lock()
+			f.events = append(f.events, e)
+			f.mu.Unlock()
+		},
+		Logger: slog.New(slog.NewJSONHandler(&f.logs, nil)),
+	}})
 	var tools []tool.Tool
 	for _, name := range []string{"web_search", "suggest"} {
 		tl, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{Name: name, URL: f.srv.URL, TypedErrors: true})
@@ -190,6 +204,26 @@ func TestAdaptiveLimitRefusesLowestPriorityFirstAtOnce(t *testing.T) {
 	if got := f.lim.Refused(throttle.Low) + f.lim.Refused(throttle.Normal) + f.lim.Refused(throttle.Critical); got != 7 {
 		t.Errorf("the limit counts %d refusals, want 7", got)
 	}
+	// "emits callbacks.EventBulkheadRejected with Verdict neutral and the call's
+	// Priority, and an INFO record "adaptive concurrency limit reached; call refused,
+	// not counted"".
+	byPriority := map[throttle.Priority]int{}
+	f.mu.Lock()
+	for _, e := range f.events {
+		if e.Kind == callbacks.EventBulkheadRejected {
+			byPriority[e.Priority]++
+			if e.Verdict != classify.Neutral {
+				t.Errorf("EventBulkheadRejected for %s has Verdict %v, want neutral", e.Tool, e.Verdict)
+			}
+		}
+	}
+	f.mu.Unlock()
+	if want := map[throttle.Priority]int{throttle.Low: 3, throttle.Normal: 3, throttle.Critical: 1}; fmt.Sprint(byPriority) != fmt.Sprint(want) {
+		t.Errorf("EventBulkheadRejected by priority = %v, want %v", byPriority, want)
+	}
+	if n := strings.Count(f.logs.String(), `"level":"INFO","msg":"agentbreaker: adaptive concurrency limit reached; call refused, not counted"`); n != 7 {
+		t.Errorf("%d INFO records \"adaptive concurrency limit reached; call refused, not counted\" for 7 refusals", n)
+	}
 	// Seven refusals, a breaker that opens on one failure: still closed, empty window.
 	if st := f.brk.State(); st != breaker.Closed {
 		t.Fatalf("after 7 refusals by the limit the breaker is %v, want closed", st)
@@ -257,4 +291,22 @@ func TestForcedBreakerStateOverridesTheAdaptiveLimit(t *testing.T) {
 			t.Errorf("the limit refused %d %v calls; a forced state means it is never asked", r, p)
 		}
 	}
+}
+
+// syncBuffer is a log sink the calls' goroutines may write to while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
