@@ -158,12 +158,16 @@ func TestAgentToolListedUnderItsInnerDependencyNeverClosesTheBreaker(t *testing.
 			b := mustBreaker(t, deps, "crm")
 
 			// 200 turns, one a second, the CRM dead throughout: 6 cooldowns of 30 s.
-			busy := 0
+			busy, agentRefused := 0, 0
 			for i := 0; i < 200; i++ {
 				turn := runTurn(t, h, ctx, "who is customer 42?")
 				for _, fr := range turn.FunctionResponses() {
-					if rt, _ := fr.Response[payloads.KeyResponseType].(string); rt == payloads.TypeBusy {
+					rt, _ := fr.Response[payloads.KeyResponseType].(string)
+					if rt == payloads.TypeBusy {
 						busy++
+					}
+					if fr.Name == "crm_agent" && rt == payloads.TypeUnavailable {
+						agentRefused++
 					}
 				}
 				clk.Advance(time.Second)
@@ -182,6 +186,9 @@ func TestAgentToolListedUnderItsInnerDependencyNeverClosesTheBreaker(t *testing.
 			}
 			if closed != 0 {
 				t.Fatalf("the breaker closed %d times while the CRM was dead; transitions: %s", closed, describe(tr.all()))
+			}
+			if agentRefused == 0 {
+				t.Errorf("the agent tool listed under crm was never refused while the crm breaker was open")
 			}
 			if busy != 0 {
 				t.Errorf("%d calls got the busy payload with a bulkhead of 1: the agent tool held the slot its inner call needs", busy)
