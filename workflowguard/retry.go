@@ -51,7 +51,10 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // RetryRefused returns why a retry of the failed call would be refused now, or "" when
-// it may go: retry.ReasonBreakerOpen while the dependency's breaker refuses calls or
+// it may go. It is asked afresh on each call, so it follows the breaker as it is now;
+// [ShouldRetry] instead keeps the answer it gave when a node built with [New] failed
+// (see there), so the two may disagree once another run has moved the breaker. The
+// reasons: retry.ReasonBreakerOpen while the dependency's breaker refuses calls or
 // when a breaker below the tool refused this call (class breaker_open),
 // retry.ReasonUnknownOutcome after an UNKNOWN outcome of a mutation, and the reason
 // the call's operation gives when its attempts, deadline or retry budget are spent
