@@ -114,6 +114,10 @@ func TestOneRequestPerAdmittedAttempt(t *testing.T) {
 						if got := tr.FinalText(); got != fallbackText {
 							t.Fatalf("turn %d: final text %q (error %q), want the fallback's %q", i, got, turnError(tr), fallbackText)
 						}
+						// "Every response carries agentbreaker_route ... and agentbreaker_failover".
+						if md := lastMeta(tr); md == nil || md[modelfailover.MetaRoute] != flashModel+"@"+region || md[modelfailover.MetaFailover] != true {
+							t.Errorf("turn %d: response metadata %v, want the fallback's route marked as failed over", i, md)
+						}
 						if got := srv.count(); got != i+1 {
 							t.Fatalf("turn %d: the failing primary received %d requests after %d admitted attempts, want one per attempt", i, got, i+1)
 						}

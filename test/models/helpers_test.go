@@ -69,6 +69,16 @@ type world struct {
 	clk  *clock.Fake
 	deps *dependencymap.Map
 	logs *logBuf
+
+	mu     sync.Mutex
+	events []modelfailover.Event
+}
+
+// announced returns the failovers OnFailover received, in order.
+func (w *world) announced() []modelfailover.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]modelfailover.Event(nil), w.events...)
 }
 
 // tripOnFirst is a model policy that opens on the first failure, with a fixed 30 s
@@ -98,6 +108,11 @@ func (w *world) failover(t *testing.T, routes ...modelfailover.Route) *modelfail
 		Breakers: w.deps,
 		Clock:    w.clk,
 		Logger:   slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnFailover: func(e modelfailover.Event) {
+			w.mu.Lock()
+			w.events = append(w.events, e)
+			w.mu.Unlock()
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
