@@ -28,6 +28,9 @@ type answer struct {
 	RetryDelay string
 	// Drop closes the connection without answering.
 	Drop bool
+	// Hang holds the request until the client gives up (or the server closes); each
+	// held request is announced on the server's hung channel.
+	Hang bool
 }
 
 // apiServer is a local HTTP server on 127.0.0.1 that counts every request that reached
@@ -40,6 +43,24 @@ type apiServer struct {
 	ans      answer
 	retryHdr []string // X-Stainless-Retry-Count of each request, in order
 	streamed []bool
+	hung     chan struct{}
+	done     chan struct{}
+}
+
+// hold blocks a Hang request until its client leaves or the test ends.
+func (s *apiServer) hold(r *http.Request) {
+	select {
+	case s.hung <- struct{}{}:
+	default:
+	}
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
+	}
+}
+
+func newAPIServer(t *testing.T) *apiServer {
+	return &apiServer{hung: make(chan struct{}, 16), done: make(chan struct{})}
 }
 
 func (s *apiServer) set(a answer) {
@@ -95,7 +116,7 @@ func writeHeaders(w http.ResponseWriter, a answer) {
 // newOpenAIServer speaks the OpenAI Responses API: POST /v1/responses, JSON or, when the
 // body asks for "stream": true, server-sent events.
 func newOpenAIServer(t *testing.T) *apiServer {
-	s := &apiServer{}
+	s := newAPIServer(t)
 	s.Server = newLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
 			http.Error(w, "not found", http.StatusNotFound)
@@ -115,6 +136,10 @@ func newOpenAIServer(t *testing.T) *apiServer {
 		s.mu.Unlock()
 		if a.Drop {
 			drop(w)
+			return
+		}
+		if a.Hang {
+			s.hold(r)
 			return
 		}
 		writeHeaders(w, a)
@@ -150,6 +175,8 @@ func newOpenAIServer(t *testing.T) *apiServer {
 		fmt.Fprintf(w, "event: %s\ndata: {\"type\":%q,\"sequence_number\":%d,\"response\":%s}\n\n", final, final, seq, resp)
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
+	// Registered after the server's Close, so it runs first: held requests end.
+	t.Cleanup(func() { close(s.done) })
 	return s
 }
 
@@ -169,7 +196,7 @@ func openAIResponse(model string, a answer) string {
 // newGeminiServer speaks the Gemini API: POST /v1beta/models/{model}:generateContent and
 // :streamGenerateContent?alt=sse.
 func newGeminiServer(t *testing.T) *apiServer {
-	s := &apiServer{}
+	s := newAPIServer(t)
 	s.Server = newLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1beta/models/") {
 			http.Error(w, "not found", http.StatusNotFound)
@@ -184,6 +211,10 @@ func newGeminiServer(t *testing.T) *apiServer {
 		s.mu.Unlock()
 		if a.Drop {
 			drop(w)
+			return
+		}
+		if a.Hang {
+			s.hold(r)
 			return
 		}
 		writeHeaders(w, a)
@@ -214,6 +245,8 @@ func newGeminiServer(t *testing.T) *apiServer {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, resp)
 	}))
+	// Registered after the server's Close, so it runs first: held requests end.
+	t.Cleanup(func() { close(s.done) })
 	return s
 }
 
