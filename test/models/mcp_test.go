@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/mcptoolset"
@@ -38,6 +40,13 @@ type mcpFront struct {
 	mu        sync.Mutex
 	status    int
 	retryAfer string
+	all       int // when set, every POST (initialize, tools/list too) is answered with it
+}
+
+func (m *mcpFront) failAll(status int) {
+	m.mu.Lock()
+	m.all = status
+	m.mu.Unlock()
 }
 
 func (m *mcpFront) fail(status int, retryAfter string) {
@@ -68,6 +77,13 @@ func newMCPFront(t *testing.T) (*mcpFront, string) {
 				Method string `json:"method"`
 			}
 			_ = json.Unmarshal(body, &msg)
+			m.mu.Lock()
+			all := m.all
+			m.mu.Unlock()
+			if all != 0 {
+				http.Error(w, "front says no: token=SECRET-FRONT", all)
+				return
+			}
 			if msg.Method == "tools/call" {
 				m.calls.Add(1)
 				m.mu.Lock()
@@ -98,6 +114,34 @@ type mcpWorld struct {
 	mu      sync.Mutex
 	events  []callbacks.Event
 	toolset *mcpguard.Toolset
+	sys     *sysRecorder
+}
+
+// sysRecorder passes every call to the scripted model and keeps the system instruction
+// each request carried, which breakertest.Request does not copy.
+type sysRecorder struct {
+	model.LLM
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *sysRecorder) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+	var sb strings.Builder
+	if req.Config != nil && req.Config.SystemInstruction != nil {
+		for _, p := range req.Config.SystemInstruction.Parts {
+			sb.WriteString(p.Text)
+		}
+	}
+	r.mu.Lock()
+	r.seen = append(r.seen, sb.String())
+	r.mu.Unlock()
+	return r.LLM.GenerateContent(ctx, req, stream)
+}
+
+func (r *sysRecorder) instruction(i int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen[i]
 }
 
 func (w *mcpWorld) outcomes() []callbacks.Event {
@@ -116,6 +160,10 @@ func (w *mcpWorld) outcomes() []callbacks.Event {
 // mcptoolset.Config with the server's Endpoint, an llmagent with the tool set, adk-go's
 // runner. The model calls toolName once per turn, then answers.
 func newMCPWorld(t *testing.T, toolName string) *mcpWorld {
+	return newMCPWorldSteps(t, breakertest.Call(toolName, map[string]any{"order": "A1"}), breakertest.Text("done"))
+}
+
+func newMCPWorldSteps(t *testing.T, steps ...breakertest.Step) *mcpWorld {
 	front, url := newMCPFront(t)
 	w := &mcpWorld{front: front, clk: clock.NewFake(t0), logs: &logBuf{}}
 	w.deps = dependencymap.MustNew(dependencymap.Config{Clock: w.clk, Dependencies: map[string]dependencymap.Dependency{
@@ -135,17 +183,19 @@ func newMCPWorld(t *testing.T, toolName string) *mcpWorld {
 			},
 		},
 	})
-	ts, err := mcpguard.New(mcpguard.Config{Dependency: "shop", Callbacks: guard, Toolset: mcptoolset.Config{Endpoint: url}})
+	ts, err := mcpguard.New(mcpguard.Config{Dependency: "shop", Callbacks: guard, Toolset: mcptoolset.Config{Endpoint: url},
+		Logger: slog.New(slog.NewTextHandler(w.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ts.Close() })
 	w.toolset = ts
 	w.model = breakertest.MustNewModel(breakertest.ModelConfig{
-		Steps:  []breakertest.Step{breakertest.Call(toolName, map[string]any{"order": "A1"}), breakertest.Text("done")},
+		Steps:  steps,
 		Repeat: true,
 	})
-	a, err := llmagent.New(llmagent.Config{Name: "cashier", Model: w.model, Toolsets: []tool.Toolset{ts}})
+	w.sys = &sysRecorder{LLM: w.model}
+	a, err := llmagent.New(llmagent.Config{Name: "cashier", Model: w.sys, Toolsets: []tool.Toolset{ts}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,4 +342,75 @@ func TestMCPGuardHTTPStatusOutcomes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docs/mcp.md, "Listing goes through the breaker": "The guarded tool set never returns a
+// listing error"; with no list ever seen the model gets "no tools" and the turn goes on;
+// "admits | fails ... | the last list that worked. The failure counts against the
+// dependency"; and "A listing answered so counts as the same class" (a 503: http_5xx).
+func TestMCPGuardListingAnswered503(t *testing.T) {
+	w := newMCPWorldSteps(t, breakertest.Text("done"))
+	w.front.failAll(503)
+	tr := turn(t, w.h)
+	if tr.FinalText() != "done" {
+		t.Fatalf("a 503 on listing ended the turn: final text %q, errors %v", tr.FinalText(), tr.Errs)
+	}
+	reqs := w.model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the model was called %d times, want 1", len(reqs))
+	}
+	for _, n := range reqs[0].ToolNames {
+		if n == "lookup_order" || n == "charge_card" {
+			t.Errorf("the model was offered %s although no listing ever worked", n)
+		}
+	}
+	// "no tools, and one sentence in the system instruction: the dependency's tools are
+	// unavailable right now, do not guess their results".
+	if si := w.sys.instruction(0); !strings.Contains(si, "shop") || !strings.Contains(strings.ToLower(si), "unavailable") {
+		t.Errorf("system instruction %q does not say shop's tools are unavailable", si)
+	}
+	if si := w.sys.instruction(0); strings.Contains(si, "SECRET-FRONT") {
+		t.Errorf("the front's body reached the system instruction")
+	}
+	br, _ := w.deps.Get("shop")
+	if br == nil || br.Snapshot().Window.Failures != 1 {
+		t.Errorf("the failed listing was not counted once against shop: %+v", br.Snapshot())
+	}
+	if st := w.toolset.Stats(); st.ListFailures != 1 || st.Lists != 0 {
+		t.Errorf("Stats %+v, want one failed listing and none that worked", st)
+	}
+	if !strings.Contains(w.logs.String(), "http_5xx") {
+		t.Errorf("no log record names the listing's class http_5xx:\n%s", w.logs.String())
+	}
+	if strings.Contains(w.logs.String(), "SECRET-FRONT") {
+		t.Errorf("the front's body reached the log")
+	}
+
+	// The server comes back: the tools are listed and offered.
+	w.front.failAll(0)
+	if tr := turn(t, w.h); tr.FinalText() != "done" {
+		t.Fatalf("final text %q, errors %v", tr.FinalText(), tr.Errs)
+	}
+	if names := w.model.Requests()[1].ToolNames; !contains(names, "lookup_order") || !contains(names, "charge_card") {
+		t.Errorf("after recovery the model was offered %v, want both tools", names)
+	}
+
+	// It fails again: the last list that worked is offered, and the failure counts.
+	w.front.failAll(503)
+	if tr := turn(t, w.h); tr.FinalText() != "done" {
+		t.Fatalf("final text %q, errors %v", tr.FinalText(), tr.Errs)
+	}
+	if names := w.model.Requests()[2].ToolNames; !contains(names, "lookup_order") {
+		t.Errorf("during the second outage the model was offered %v, want the last good list", names)
+	}
+	t.Logf("stats %+v, breaker %+v", w.toolset.Stats(), br.Snapshot())
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
