@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ const (
 // setup builds a Failover whose primary is kind against srv (the OpenAI server for the
 // OpenAI kinds, the Gemini server otherwise) and whose fallback is Gemini flash against
 // fb, on path p, and returns the harness, the Failover and the primary's model name.
-func setup(t *testing.T, w *world, p path, kind primaryKind, srv, fb *apiServer) (*breakertest.Harness, *modelfailover.Failover, string) {
+func setup(t *testing.T, w *world, p path, kind primaryKind, srv, fb *apiServer, rc ...agent.RunConfig) (*breakertest.Harness, *modelfailover.Failover, string) {
 	t.Helper()
 	primaryName := gptModel
 	if kind == geminiRetries {
@@ -59,7 +60,7 @@ func setup(t *testing.T, w *world, p path, kind primaryKind, srv, fb *apiServer)
 			llm = geminiModel(t, srv, primaryName, modelfailover.NewTransport(nil), true)
 		}
 		f := w.failover(t, modelfailover.Route{Model: primaryName, Region: region, LLM: llm}, fallback)
-		return harness(t, asModel(f)), f, primaryName
+		return harness(t, asModel(f), rc...), f, primaryName
 	}
 	f := w.failover(t, modelfailover.Route{Model: primaryName, Region: region}, fallback)
 	var own model.LLM
@@ -72,7 +73,7 @@ func setup(t *testing.T, w *world, p path, kind primaryKind, srv, fb *apiServer)
 	case geminiRetries:
 		own = geminiModel(t, srv, primaryName, f.Transport(nil), true)
 	}
-	return harness(t, asCallbacks(f, own)), f, primaryName
+	return harness(t, asCallbacks(f, own), rc...), f, primaryName
 }
 
 func primaryServer(t *testing.T, kind primaryKind) *apiServer {
@@ -98,17 +99,21 @@ func TestOneRequestPerAdmittedAttempt(t *testing.T) {
 	const turns = 6
 	for _, p := range allPaths {
 		for _, kind := range allKinds {
-			for _, failure := range []string{"503", "cut connection"} {
+			for _, failure := range []string{"503", "cut connection", "503 streamed"} {
 				t.Run(fmt.Sprintf("%s/%s/%s", p, kind, failure), func(t *testing.T) {
+					var rc agent.RunConfig
+					if failure == "503 streamed" {
+						rc.StreamingMode = agent.StreamingModeSSE
+					}
 					w := newWorld(t, false) // default model policy: 6 failures never open it
 					srv, fb := primaryServer(t, kind), newGeminiServer(t)
-					if failure == "503" {
+					if failure != "cut connection" {
 						srv.set(answer{Status: 503})
 					} else {
 						srv.set(answer{Drop: true})
 					}
 					fb.set(answer{Text: fallbackText})
-					h, f, primary := setup(t, w, p, kind, srv, fb)
+					h, f, primary := setup(t, w, p, kind, srv, fb, rc)
 					for i := range turns {
 						tr := turn(t, h)
 						if got := tr.FinalText(); got != fallbackText {
@@ -125,6 +130,13 @@ func TestOneRequestPerAdmittedAttempt(t *testing.T) {
 					if got := fb.count(); got != turns {
 						t.Errorf("fallback received %d requests, want %d", got, turns)
 					}
+					srv.mu.Lock()
+					for i, st := range srv.streamed {
+						if st != (failure == "503 streamed") {
+							t.Errorf("request %d streamed=%v, want %v", i, st, failure == "503 streamed")
+						}
+					}
+					srv.mu.Unlock()
 					for i, rc := range srv.retryCounts() {
 						if kind != geminiRetries && rc != "0" {
 							t.Errorf("request %d carried X-Stainless-Retry-Count %q, want 0", i, rc)
@@ -174,7 +186,7 @@ func TestStatedDelayEndsAttemptAndFloorsReopen(t *testing.T) {
 				srv, fb := primaryServer(t, d.kind), newGeminiServer(t)
 				srv.set(d.ans)
 				fb.set(answer{Text: fallbackText})
-				h, _, primary := setup(t, w, p, d.kind, srv, fb)
+				h, f, primary := setup(t, w, p, d.kind, srv, fb)
 				br := w.breaker(t, primary)
 
 				start := time.Now()
@@ -214,6 +226,24 @@ func TestStatedDelayEndsAttemptAndFloorsReopen(t *testing.T) {
 				}
 				if got := tr.FinalText(); got != "primary answer" && d.kind != geminiRetries {
 					t.Errorf("at +41s final text %q, want the primary's", got)
+				}
+				// "Each change is announced exactly once, in the order the changes happened":
+				// away with the class that opened the breaker, back with probe_succeeded.
+				wantCause := modelfailover.Cause("http_429")
+				if d.ans.Status == 503 {
+					wantCause = "http_5xx"
+				}
+				ev := w.announced()
+				if len(ev) != 2 || ev[0].Cause != wantCause || ev[1].Cause != modelfailover.CauseProbeSucceeded {
+					t.Errorf("announced %+v, want [%s, %s]", ev, wantCause, modelfailover.CauseProbeSucceeded)
+				}
+				if st := f.Stats().Serving; !st.Primary {
+					t.Errorf("Stats().Serving = %+v after the probe closed the primary, want the primary", st)
+				}
+				// "The provider's words (the error body) never reach the failover's log
+				// records in clear, only a fingerprint".
+				if strings.Contains(w.logs.String(), "upstream says") {
+					t.Errorf("the endpoint's error text reached the log:\n%s", w.logs.String())
 				}
 				if recs := w.logs.errorRecords(); len(recs) > 0 {
 					t.Errorf("unexpected ERROR records: %q", recs)
@@ -277,8 +307,9 @@ func TestClientFaultsNeverTripNorFailOver(t *testing.T) {
 					if tr.FinalText() == fallbackText {
 						t.Fatalf("turn %d: a %d failed over to the fallback", i, status)
 					}
-					if e := turnError(tr); e == "" {
-						t.Errorf("turn %d: no error reached the caller for a %d", i, status)
+					// "a 400's or a 401's error goes back to the caller as the SDK made it".
+					if e := turnError(tr); !strings.Contains(e, fmt.Sprint(status)) {
+						t.Errorf("turn %d: the caller got %q for a %d, want openai-go's error", i, e, status)
 					}
 				}
 				if got := fb.count(); got != 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3/option"
+	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/model/gemini"
@@ -164,7 +165,7 @@ func geminiModel(t *testing.T, srv *apiServer, name string, rt http.RoundTripper
 }
 
 // harness runs turns of an agent through adk-go's real runner.
-func harness(t *testing.T, cfg llmagent.Config) *breakertest.Harness {
+func harness(t *testing.T, cfg llmagent.Config, rc ...agent.RunConfig) *breakertest.Harness {
 	t.Helper()
 	if cfg.Name == "" {
 		cfg.Name = "assistant"
@@ -173,7 +174,11 @@ func harness(t *testing.T, cfg llmagent.Config) *breakertest.Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: a})
+	hc := breakertest.HarnessConfig{Agent: a}
+	if len(rc) > 0 {
+		hc.RunConfig = rc[0]
+	}
+	return breakertest.MustNewHarness(hc)
 }
 
 func asModel(f *modelfailover.Failover) llmagent.Config {
