@@ -40,6 +40,11 @@ type httpModel struct {
 	client *http.Client
 	resend int
 	typed  bool
+	// sleepOnDelay makes the model wait out a stated Retry-After before giving up, as
+	// an SDK that sleeps the delay verbatim does; it waits on the call's context only.
+	sleepOnDelay bool
+	// sleeping, when set, is sent to once the model starts waiting out a delay.
+	sleeping chan struct{}
 }
 
 func (m *httpModel) Name() string { return m.name }
@@ -62,6 +67,14 @@ func (m *httpModel) GenerateContent(ctx context.Context, req *model.LLMRequest, 
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
+			if m.sleepOnDelay && resp.Header.Get("Retry-After") != "" {
+				if m.sleeping != nil {
+					m.sleeping <- struct{}{}
+				}
+				<-ctx.Done()
+				yield(nil, ctx.Err())
+				return
+			}
 			if resp.StatusCode == http.StatusOK {
 				yield(&model.LLMResponse{Content: genai.NewContentFromText("custom answer", genai.RoleModel), FinishReason: genai.FinishReasonStop}, nil)
 				return
