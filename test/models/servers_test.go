@@ -45,6 +45,13 @@ type apiServer struct {
 	streamed []bool
 	hung     chan struct{}
 	done     chan struct{}
+	headers  []http.Header // every request's headers, in order (Gemini server)
+}
+
+func (s *apiServer) requestHeaders() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.headers...)
 }
 
 // hold blocks a Hang request until its client leaves or the test ends.
@@ -208,6 +215,7 @@ func newGeminiServer(t *testing.T) *apiServer {
 		a := s.current()
 		s.mu.Lock()
 		s.streamed = append(s.streamed, stream)
+		s.headers = append(s.headers, r.Header.Clone())
 		s.mu.Unlock()
 		if a.Drop {
 			drop(w)
