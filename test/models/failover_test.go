@@ -181,74 +181,80 @@ var statedDelays = []statedDelay{
 func TestStatedDelayEndsAttemptAndFloorsReopen(t *testing.T) {
 	for _, p := range allPaths {
 		for _, d := range statedDelays {
-			t.Run(fmt.Sprintf("%s/%s/%s", p, d.kind, d.name), func(t *testing.T) {
-				w := newWorld(t, true)
-				srv, fb := primaryServer(t, d.kind), newGeminiServer(t)
-				srv.set(d.ans)
-				fb.set(answer{Text: fallbackText})
-				h, f, primary := setup(t, w, p, d.kind, srv, fb)
-				br := w.breaker(t, primary)
+			for _, streamed := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/%s/streamed=%v", p, d.kind, d.name, streamed), func(t *testing.T) {
+					var rc agent.RunConfig
+					if streamed {
+						rc.StreamingMode = agent.StreamingModeSSE
+					}
+					w := newWorld(t, true)
+					srv, fb := primaryServer(t, d.kind), newGeminiServer(t)
+					srv.set(d.ans)
+					fb.set(answer{Text: fallbackText})
+					h, f, primary := setup(t, w, p, d.kind, srv, fb, rc)
+					br := w.breaker(t, primary)
 
-				start := time.Now()
-				tr := turn(t, h)
-				if wall := time.Since(start); wall > 3*time.Second {
-					t.Errorf("the turn took %v of wall time: the stated delay was slept, not ended at once", wall)
-				}
-				if got := tr.FinalText(); got != fallbackText {
-					t.Fatalf("final text %q (error %q), want the fallback's", got, turnError(tr))
-				}
-				if got := srv.count(); got != 1 {
-					t.Fatalf("primary received %d requests, want 1", got)
-				}
-				if st := br.State(); st != breaker.Open {
-					t.Fatalf("primary breaker %v after a %d, want open", st, d.ans.Status)
-				}
-				if ra := br.RetryAfter(); ra < 39*time.Second || ra > 41*time.Second {
-					t.Errorf("primary reopens in %v, want the stated 40s (not the 30s cooldown)", ra)
-				}
+					start := time.Now()
+					tr := turn(t, h)
+					if wall := time.Since(start); wall > 3*time.Second {
+						t.Errorf("the turn took %v of wall time: the stated delay was slept, not ended at once", wall)
+					}
+					if got := tr.FinalText(); got != fallbackText {
+						t.Fatalf("final text %q (error %q), want the fallback's", got, turnError(tr))
+					}
+					if got := srv.count(); got != 1 {
+						t.Fatalf("primary received %d requests, want 1", got)
+					}
+					if st := br.State(); st != breaker.Open {
+						t.Fatalf("primary breaker %v after a %d, want open", st, d.ans.Status)
+					}
+					if ra := br.RetryAfter(); ra < 39*time.Second || ra > 41*time.Second {
+						t.Errorf("primary reopens in %v, want the stated 40s (not the 30s cooldown)", ra)
+					}
 
-				// Past the cooldown but before the stated delay: no probe goes.
-				srv.set(answer{Text: "primary answer"})
-				w.clk.Advance(35 * time.Second)
-				tr = turn(t, h)
-				if got := tr.FinalText(); got != fallbackText {
-					t.Errorf("at +35s final text %q, want the fallback's", got)
-				}
-				if got := srv.count(); got != 1 {
-					t.Errorf("at +35s the primary received %d requests, want still 1 (the delay floors the reopen)", got)
-				}
+					// Past the cooldown but before the stated delay: no probe goes.
+					srv.set(answer{Text: "primary answer"})
+					w.clk.Advance(35 * time.Second)
+					tr = turn(t, h)
+					if got := tr.FinalText(); got != fallbackText {
+						t.Errorf("at +35s final text %q, want the fallback's", got)
+					}
+					if got := srv.count(); got != 1 {
+						t.Errorf("at +35s the primary received %d requests, want still 1 (the delay floors the reopen)", got)
+					}
 
-				// Past the stated delay: one probe, which succeeds and serves.
-				w.clk.Advance(6 * time.Second)
-				tr = turn(t, h)
-				if got := srv.count(); got != 2 {
-					t.Errorf("at +41s the primary received %d requests, want 2 (one probe)", got)
-				}
-				if got := tr.FinalText(); got != "primary answer" && d.kind != geminiRetries {
-					t.Errorf("at +41s final text %q, want the primary's", got)
-				}
-				// "Each change is announced exactly once, in the order the changes happened":
-				// away with the class that opened the breaker, back with probe_succeeded.
-				wantCause := modelfailover.Cause("http_429")
-				if d.ans.Status == 503 {
-					wantCause = "http_5xx"
-				}
-				ev := w.announced()
-				if len(ev) != 2 || ev[0].Cause != wantCause || ev[1].Cause != modelfailover.CauseProbeSucceeded {
-					t.Errorf("announced %+v, want [%s, %s]", ev, wantCause, modelfailover.CauseProbeSucceeded)
-				}
-				if st := f.Stats().Serving; !st.Primary {
-					t.Errorf("Stats().Serving = %+v after the probe closed the primary, want the primary", st)
-				}
-				// "The provider's words (the error body) never reach the failover's log
-				// records in clear, only a fingerprint".
-				if strings.Contains(w.logs.String(), "upstream says") {
-					t.Errorf("the endpoint's error text reached the log:\n%s", w.logs.String())
-				}
-				if recs := w.logs.errorRecords(); len(recs) > 0 {
-					t.Errorf("unexpected ERROR records: %q", recs)
-				}
-			})
+					// Past the stated delay: one probe, which succeeds and serves.
+					w.clk.Advance(6 * time.Second)
+					tr = turn(t, h)
+					if got := srv.count(); got != 2 {
+						t.Errorf("at +41s the primary received %d requests, want 2 (one probe)", got)
+					}
+					if got := tr.FinalText(); got != "primary answer" && d.kind != geminiRetries {
+						t.Errorf("at +41s final text %q, want the primary's", got)
+					}
+					// "Each change is announced exactly once, in the order the changes happened":
+					// away with the class that opened the breaker, back with probe_succeeded.
+					wantCause := modelfailover.Cause("http_429")
+					if d.ans.Status == 503 {
+						wantCause = "http_5xx"
+					}
+					ev := w.announced()
+					if len(ev) != 2 || ev[0].Cause != wantCause || ev[1].Cause != modelfailover.CauseProbeSucceeded {
+						t.Errorf("announced %+v, want [%s, %s]", ev, wantCause, modelfailover.CauseProbeSucceeded)
+					}
+					if st := f.Stats().Serving; !st.Primary {
+						t.Errorf("Stats().Serving = %+v after the probe closed the primary, want the primary", st)
+					}
+					// "The provider's words (the error body) never reach the failover's log
+					// records in clear, only a fingerprint".
+					if strings.Contains(w.logs.String(), "upstream says") {
+						t.Errorf("the endpoint's error text reached the log:\n%s", w.logs.String())
+					}
+					if recs := w.logs.errorRecords(); len(recs) > 0 {
+						t.Errorf("unexpected ERROR records: %q", recs)
+					}
+				})
+			}
 		}
 	}
 }
