@@ -53,13 +53,13 @@ type Config struct {
 
 // Figures are what one run measured.
 type Figures struct {
-	PerTurn  []int64 // requests that reached the CRM in each turn
-	Total    int64
+	PerTurn []int64 // requests that reached the CRM in each turn
+	Total   int64
 	// RemotePerTurn and RemoteTotal count the requests that reached the remote agents'
 	// A2A servers (the A2A shape; zero in the others).
 	RemotePerTurn []int64
 	RemoteTotal   int64
-	Answered int // turns that ended without an error from the runner
+	Answered      int // turns that ended without an error from the runner
 	// ClosedWhileDead counts the breaker's transitions to closed while the CRM
 	// answered 503: each is a breaker closed on a dead dependency.
 	ClosedWhileDead int
