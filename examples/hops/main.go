@@ -1,7 +1,8 @@
 // Command hops prints the three-by-two-by-three case of issue 33 through adk-go's real
-// runner, in each shape a tool is reached by (plain tools, AgentTool, a workflow): the
-// requests that reached a dead CRM in each of the first five turns and over 50 turns,
-// the turns answered, and the breaker's trips. docs/tools.md shows its output; the
+// runner, in each shape a tool is reached by (plain tools, AgentTool, remote agents
+// over A2A, a workflow): the requests that reached a dead CRM in each of the first five
+// turns and over 50 turns, the turns answered, the CRM breaker's trips and, for A2A,
+// the requests that reached the remote agents' A2A servers over 50 turns. docs/tools.md shows its output; the
 // goals are tested in internal/hops.
 //
 //	go run ./examples/hops
@@ -31,7 +32,7 @@ func main() {
 
 func run() error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "shape\tagentbreaker\tturn 1\t2\t3\t4\t5\t50 turns\tanswered\ttrips\t")
+	fmt.Fprintln(tw, "shape\tagentbreaker\tturn 1\t2\t3\t4\t5\t50 turns\tanswered\ttrips\tA2A requests\t")
 	for _, s := range hops.Shapes {
 		for _, m := range hops.Modes {
 			f, err := hops.Run(s, hops.Config{Mode: m})
@@ -71,5 +72,9 @@ func row(tw *tabwriter.Writer, shape, mode string, f hops.Figures) {
 	for i := range turns {
 		turns[i] = fmt.Sprint(f.PerTurn[i])
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/50\t%d\t\n", shape, mode, strings.Join(turns, "\t"), f.Total, f.Answered, f.Trips)
+	remote := "-"
+	if f.RemoteTotal > 0 {
+		remote = fmt.Sprint(f.RemoteTotal)
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/50\t%d\t%s\t\n", shape, mode, strings.Join(turns, "\t"), f.Total, f.Answered, f.Trips, remote)
 }

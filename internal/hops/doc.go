@@ -7,10 +7,11 @@
 //
 // The shapes are plain tools (the root model calls two tools of the CRM and re-issues
 // each),
-// agent tools (two sub-agents each call the tool; the root model re-issues each) and a
-// workflow (two tool nodes in a chain, each retried by adk-go's scheduler). A2A
-// remote agents are added as a fourth shape by the package that guards them (see
-// Shapes).
+// agent tools (two sub-agents each call the tool; the root model re-issues each), A2A
+// (the same two sub-agents as remote agents, each on its own A2A server that runs
+// agentbreaker's plugin, guarded on the root's side with a2aguard and called as tools;
+// the A2A servers count their requests too) and a workflow (two tool nodes in a chain,
+// each retried by adk-go's scheduler).
 //
 // It is internal: the figures it prints on docs/tools.md come from
 // examples/hops, and its test holds them to the goals of issue 33.

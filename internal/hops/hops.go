@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/adk/v2/agent"
@@ -51,9 +53,13 @@ type Config struct {
 
 // Figures are what one run measured.
 type Figures struct {
-	PerTurn  []int64 // requests that reached the CRM in each turn
-	Total    int64
-	Answered int // turns that ended without an error from the runner
+	PerTurn []int64 // requests that reached the CRM in each turn
+	Total   int64
+	// RemotePerTurn and RemoteTotal count the requests that reached the remote agents'
+	// A2A servers (the A2A shape; zero in the others).
+	RemotePerTurn []int64
+	RemoteTotal   int64
+	Answered      int // turns that ended without an error from the runner
 	// ClosedWhileDead counts the breaker's transitions to closed while the CRM
 	// answered 503: each is a breaker closed on a dead dependency.
 	ClosedWhileDead int
@@ -73,7 +79,14 @@ type World struct {
 	CB      *callbacks.Callbacks // nil in None
 	Retrier *retry.Retrier       // nil unless Budget
 	Keyed   bool
+	// Remote counts the requests that reach a shape's A2A servers.
+	Remote atomic.Int64
+
+	cleanups []func()
 }
+
+// OnClose registers f to run when the run ends (a shape's servers).
+func (w *World) OnClose(f func()) { w.cleanups = append(w.cleanups, f) }
 
 // Plugins returns the runner's plugins for the world's mode.
 func (w *World) Plugins() []*plugin.Plugin {
@@ -89,11 +102,10 @@ type Shape struct {
 	Build func(w *World) (*breakertest.Harness, error)
 }
 
-// Shapes are the shapes the figures show. A2A: the package that guards remote agents
-// appends its shape here (a root agent calling two remote agents over a2a-go's
-// JSON-RPC transport on local sockets, each calling the tool), so the same figures
-// cover it.
-var Shapes = []Shape{toolsShape, agentToolShape, workflowShape}
+// Shapes are the shapes the figures show: plain tools, AgentTool, A2A (the two
+// sub-agents are remote agents on A2A servers, guarded with a2aguard; a2a.go) and a
+// workflow.
+var Shapes = []Shape{toolsShape, agentToolShape, a2aShape, workflowShape}
 
 // Start is when every run starts.
 var Start = time.Date(2026, 3, 1, 14, 0, 0, 0, time.UTC)
@@ -159,6 +171,11 @@ func Run(s Shape, cfg Config) (Figures, error) {
 			return fig, err
 		}
 	}
+	defer func() {
+		for _, f := range slices.Backward(w.cleanups) {
+			f()
+		}
+	}()
 	h, err := s.Build(w)
 	if err != nil {
 		return fig, fmt.Errorf("%s: %w", s.Name, err)
@@ -170,7 +187,7 @@ func Run(s Shape, cfg Config) (Figures, error) {
 		if cfg.RecoverAt > 0 && i == cfg.RecoverAt {
 			crm.Set(breakertest.OK(`{"tier": "gold"}`))
 		}
-		before := crm.Requests()
+		before, remoteBefore := crm.Requests(), w.Remote.Load()
 		sid, err := h.NewSession(ctx)
 		if err != nil {
 			return fig, err
@@ -179,11 +196,13 @@ func Run(s Shape, cfg Config) (Figures, error) {
 			fig.Answered++
 		}
 		fig.PerTurn = append(fig.PerTurn, crm.Requests()-before)
+		fig.RemotePerTurn = append(fig.RemotePerTurn, w.Remote.Load()-remoteBefore)
 		if b, ok := deps.Get("crm"); ok && cfg.RecoverAt > 0 && i >= cfg.RecoverAt && fig.ClosedAt < 0 && b.State() == breaker.Closed {
 			fig.ClosedAt = i
 		}
 	}
 	fig.Total = crm.Requests()
+	fig.RemoteTotal = w.Remote.Load()
 	mu.Lock()
 	defer mu.Unlock()
 	return fig, nil
