@@ -11,12 +11,14 @@
 #	bench/record.sh [STAMP]    STAMP defaults to the one the pages read (test/docs/figures.go)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-stamp=${1:-2026-12-01}
+stamp=${1:-2026-12-02}
 out=docs/bench/$stamp
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 (cd bench && go test -run '^$' -bench '^Benchmark(Closed|Open|HalfOpen|Throttle|Baseline|Registry)' -benchmem -count 6 .) > "$out.txt"
 (cd bench && go test -run '^$' -bench '^BenchmarkFleet' -benchmem -count 3 .) > "$out-fleet.txt"
-(cd bench && go test -run '^$' -bench '^BenchmarkAdaptiveLimit' -benchmem -cpu 1,2 -count 6 .) > "$out-adaptive.txt"
+# One file per GOMAXPROCS: benchtable drops go test's "-N" suffix, so the two must not mix.
+(cd bench && go test -run '^$' -bench '^BenchmarkAdaptiveLimit' -benchmem -cpu 1 -count 6 .) > "$out-adaptive.txt"
+(cd bench && go test -run '^$' -bench '^BenchmarkAdaptiveLimit' -benchmem -cpu 2 -count 6 .) > "$out-adaptive-cpu2.txt"
 {
 	go test -run '^$' -bench '^BenchmarkToolCallOverhead$/calls=1/' -benchmem -count 6 ./callbacks/
 	go test -run '^$' -bench '^BenchmarkToolCallOverheadPaired$' -benchmem -benchtime 60000x -count 6 ./callbacks/

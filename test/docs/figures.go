@@ -175,7 +175,7 @@ func benchFig(args string) figure {
 // The benchmark figures of README.md, docs/benchmarks.md and docs/fleet.md, from the
 // runs recorded under docs/bench (the pages give the commands that record them).
 func init() {
-	const run, fleet, cb = "docs/bench/2026-12-01.txt", "docs/bench/2026-12-01-fleet.txt", "docs/bench/2026-12-01-callbacks.txt"
+	const run, fleet, cb = "docs/bench/2026-12-02.txt", "docs/bench/2026-12-02-fleet.txt", "docs/bench/2026-12-02-callbacks.txt"
 	for name, args := range map[string]string{
 		"bench.open.gobreaker_over_agentbreaker":    "ratio " + run + " Open/gobreaker-twostep Open/agentbreaker",
 		"bench.open.agentbreaker":                   "median " + run + " Open/agentbreaker",
@@ -206,6 +206,14 @@ func init() {
 	}
 }
 
+// The adaptive limit's cost (docs/adaptive-concurrency.md): one file per GOMAXPROCS.
 func init() {
-	figures["bench.staleness.p99"] = benchFig("median -unit p99-stale-µs docs/bench/2026-12-01-staleness.txt CoarseStalenessSaturated")
+	const one, two = "docs/bench/2026-12-02-adaptive.txt", "docs/bench/2026-12-02-adaptive-cpu2.txt"
+	figures["bench.adaptive.ratio"] = benchFig("ratio " + one + " AdaptiveLimit/agentbreaker-breaker+limit AdaptiveLimit/agentbreaker-breaker")
+	figures["bench.adaptive.parallel_one"] = benchFig("median " + one + " AdaptiveLimitParallel/agentbreaker-breaker+limit")
+	figures["bench.adaptive.parallel_two"] = benchFig("median " + two + " AdaptiveLimitParallel/agentbreaker-breaker+limit")
+}
+
+func init() {
+	figures["bench.staleness.p99"] = benchFig("median -unit p99-stale-µs docs/bench/2026-12-02-staleness.txt CoarseStalenessSaturated")
 }
