@@ -2,14 +2,12 @@ package telemetry
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
-	"math"
-	"slices"
 
 	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -84,29 +82,11 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	c.Clock = clock.OrSystem(c.Clock)
-	switch {
-	case c.MaxLabelValues == 0:
-		c.MaxLabelValues = DefaultMaxLabelValues
-	case c.MaxLabelValues < 0:
-		return c, &ConfigError{Package: "telemetry", Field: "MaxLabelValues", Value: c.MaxLabelValues, Problem: "must be positive", Err: ErrConfig}
+	l, err := bound.Limits{MaxLabelValues: c.MaxLabelValues, MaxSeries: c.MaxSeries, DurationBuckets: c.DurationBuckets}.WithDefaults(
+		bound.Limits{MaxLabelValues: DefaultMaxLabelValues, MaxSeries: DefaultMaxSeries, DurationBuckets: DefaultDurationBuckets}, "telemetry", ErrConfig)
+	if err != nil {
+		return c, err
 	}
-	switch {
-	case c.MaxSeries == 0:
-		c.MaxSeries = DefaultMaxSeries
-	case c.MaxSeries < 0:
-		return c, &ConfigError{Package: "telemetry", Field: "MaxSeries", Value: c.MaxSeries, Problem: "must be positive", Err: ErrConfig}
-	}
-	if c.DurationBuckets == nil {
-		c.DurationBuckets = DefaultDurationBuckets
-	}
-	if len(c.DurationBuckets) == 0 {
-		return c, &ConfigError{Package: "telemetry", Field: "DurationBuckets", Value: "[]", Problem: "must hold at least one bound", Err: ErrConfig}
-	}
-	for i, b := range c.DurationBuckets {
-		if !(b > 0) || math.IsInf(b, 0) || (i > 0 && b <= c.DurationBuckets[i-1]) {
-			return c, &ConfigError{Package: "telemetry", Field: fmt.Sprintf("DurationBuckets[%d]", i), Value: b, Problem: "must be positive, finite and larger than the bound before it", Err: ErrConfig}
-		}
-	}
-	c.DurationBuckets = slices.Clone(c.DurationBuckets)
+	c.MaxLabelValues, c.MaxSeries, c.DurationBuckets = l.MaxLabelValues, l.MaxSeries, l.DurationBuckets
 	return c, nil
 }

@@ -2,11 +2,8 @@ package otelmetrics
 
 import (
 	"errors"
-	"fmt"
 	"iter"
 	"log/slog"
-	"math"
-	"slices"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
@@ -133,29 +131,11 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	c.Clock = clock.OrSystem(c.Clock)
-	switch {
-	case c.MaxLabelValues == 0:
-		c.MaxLabelValues = DefaultMaxLabelValues
-	case c.MaxLabelValues < 0:
-		return c, &ConfigError{Package: "otelmetrics", Field: "MaxLabelValues", Value: c.MaxLabelValues, Problem: "must be positive", Err: ErrConfig}
+	l, err := bound.Limits{MaxLabelValues: c.MaxLabelValues, MaxSeries: c.MaxSeries, DurationBuckets: c.DurationBuckets}.WithDefaults(
+		bound.Limits{MaxLabelValues: DefaultMaxLabelValues, MaxSeries: DefaultMaxSeries, DurationBuckets: DefaultDurationBuckets}, "otelmetrics", ErrConfig)
+	if err != nil {
+		return c, err
 	}
-	switch {
-	case c.MaxSeries == 0:
-		c.MaxSeries = DefaultMaxSeries
-	case c.MaxSeries < 0:
-		return c, &ConfigError{Package: "otelmetrics", Field: "MaxSeries", Value: c.MaxSeries, Problem: "must be positive", Err: ErrConfig}
-	}
-	if c.DurationBuckets == nil {
-		c.DurationBuckets = DefaultDurationBuckets
-	}
-	if len(c.DurationBuckets) == 0 {
-		return c, &ConfigError{Package: "otelmetrics", Field: "DurationBuckets", Value: "[]", Problem: "must hold at least one bound", Err: ErrConfig}
-	}
-	for i, b := range c.DurationBuckets {
-		if !(b > 0) || math.IsInf(b, 0) || (i > 0 && b <= c.DurationBuckets[i-1]) {
-			return c, &ConfigError{Package: "otelmetrics", Field: fmt.Sprintf("DurationBuckets[%d]", i), Value: b, Problem: "must be positive, finite and larger than the bound before it", Err: ErrConfig}
-		}
-	}
-	c.DurationBuckets = slices.Clone(c.DurationBuckets)
+	c.MaxLabelValues, c.MaxSeries, c.DurationBuckets = l.MaxLabelValues, l.MaxSeries, l.DurationBuckets
 	return c, nil
 }
