@@ -67,7 +67,7 @@ func newRemote(t testing.TB, remoteModel func(breakertest.Request) breakertest.S
 		remoteModel = func(breakertest.Request) breakertest.Step { return breakertest.Text(remoteText) }
 	}
 	r.model = breakertest.MustNewModel(breakertest.ModelConfig{Then: remoteModel})
-	inner, err := llmagent.New(llmagent.Config{Name: remoteName, Model: r.model, Instruction: "Answer billing questions."})
+	inner, err := llmagent.New(llmagent.Config{Name: remoteName, Model: r.model, Instruction: "Answer billing questions.", Mode: llmagent.ModeChat})
 	require.NoError(t, err)
 	exec := adka2a.NewExecutor(adka2a.ExecutorConfig{
 		RunnerConfig: runner.Config{AppName: remoteName, Agent: inner, SessionService: session.InMemoryService()},
@@ -200,7 +200,7 @@ func newRig(t testing.TB, rc rigConfig) *rig {
 		m := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(breakertest.Request) breakertest.Step {
 			return breakertest.Call("transfer_to_agent", map[string]any{"agent_name": remoteName})
 		}})
-		root, err = llmagent.New(llmagent.Config{Name: "root", Model: m, SubAgents: []agent.Agent{guarded}})
+		root, err = llmagent.New(llmagent.Config{Name: "root", Model: m, SubAgents: []agent.Agent{guarded}, Mode: llmagent.ModeChat})
 	case agentTool:
 		m := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(req breakertest.Request) breakertest.Step {
 			if resp := lastFunctionResponse(req); resp != nil {
@@ -209,7 +209,7 @@ func newRig(t testing.TB, rc rigConfig) *rig {
 			}
 			return breakertest.Call(remoteName, map[string]any{"request": "Is invoice 42 paid?"})
 		}})
-		root, err = llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{agenttool.New(guarded, nil)}})
+		root, err = llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{agenttool.New(guarded, nil)}, Mode: llmagent.ModeChat})
 	}
 	require.NoError(t, err)
 	hc := breakertest.HarnessConfig{Agent: root, Plugins: []*plugin.Plugin{cb.Plugin()}}
