@@ -80,10 +80,12 @@ type Limiter struct {
 
 	refused [5]atomic.Uint64 // per throttle.Priority (index 0 unused)
 
-	mu      sync.Mutex // held (TryLock) by the one update running; guards the fields below
-	limitF  float64    // the controller's limit, unrounded
-	refresh int64      // when the next no-load measurement starts
-	held    int64      // the limit held while a no-load measurement runs
+	mu       sync.Mutex // held (TryLock) by the one update running; guards the fields below
+	limitF   float64    // the controller's limit, unrounded
+	progress int64      // the last update that saw a call end, or none in flight
+	seen     int64      // the samples held at the last update (0 after they were taken)
+	refresh  int64      // when the next no-load measurement starts
+	held     int64      // the limit held while a no-load measurement runs
 }
 
 // slotStripe is one cache line of a limiter's counters. A call writes the stripe it
@@ -92,16 +94,13 @@ type Limiter struct {
 // slots packs the stripe's calls in flight (high 32 bits) with its credit (low 32
 // bits): slots leased from the limiter and free, which the stripe's next call takes
 // without touching a shared line. A call's end turns its slot into credit; a stripe
-// keeps one and gives the rest back to leased. startSum is the sum of the starts of the
-// stripe's calls in flight (wrapping: only differences with now times the count are
-// read, and those are small). samples packs the latencies finished since the last
+// keeps one and gives the rest back to leased. samples packs the latencies finished since the last
 // update: their count (high 24 bits) and their sum in units of 16 ns (low 40 bits).
 type slotStripe struct {
-	slots    atomic.Uint64
-	startSum atomic.Int64
-	samples  atomic.Uint64
-	peak     atomic.Int64 // the most calls in flight on this stripe since the last update
-	_        [32]byte
+	slots   atomic.Uint64
+	samples atomic.Uint64
+	peak    atomic.Int64 // the most calls in flight on this stripe since the last update
+	_       [40]byte
 }
 
 const (
@@ -179,20 +178,15 @@ func (l *Limiter) AtFloor() bool { return l.limit.Load() <= int64(l.cfg.MinLimit
 func (l *Limiter) NoLoad() time.Duration { return time.Duration(l.noLoad.Load()) }
 
 // InFlight returns how many admitted calls have not finished.
-func (l *Limiter) InFlight() int {
-	n, _ := l.inFlight()
-	return int(n)
-}
+func (l *Limiter) InFlight() int { return int(l.inFlight()) }
 
-// inFlight sums the stripes' calls in flight and their starts. The stripes are read
-// one after the other, so under concurrent calls the sums are approximate.
-func (l *Limiter) inFlight() (n, startSum int64) {
+// inFlight sums the stripes' calls in flight. The stripes are read one after the
+// other, so under concurrent calls the sum is approximate.
+func (l *Limiter) inFlight() (n int64) {
 	for i := range l.stripes {
-		s := &l.stripes[i]
-		n += int64(s.slots.Load() >> 32)
-		startSum += s.startSum.Load()
+		n += int64(l.stripes[i].slots.Load() >> 32)
 	}
-	return n, startSum
+	return n
 }
 
 // setLimit puts limit in force, with each priority's share of it.
@@ -294,7 +288,6 @@ func (l *Limiter) acquireSlow(now int64, p throttle.Priority, s *slotStripe, i i
 }
 
 func (l *Limiter) admitted(s *slotStripe, i int, n, now int64) Permit {
-	s.startSum.Add(now)
 	if pk := s.peak.Load(); n > pk {
 		s.peak.CompareAndSwap(pk, n) // a lost race keeps a peak nearly as high
 	}
@@ -369,7 +362,7 @@ func (p Permit) finish(n int64, ok bool) {
 			l.measureN.Add(1)
 		}
 	}
-	l.end(s, p.start)
+	l.end(s)
 	if drain := w>>40 >= drainCount || w&sampleMask >= drainSum; drain || n >= l.due.Load() {
 		l.update(n, drain)
 	}
@@ -380,14 +373,13 @@ func (p Permit) finish(n int64, ok bool) {
 // the no-load latency).
 func (p Permit) Release() {
 	if p.l != nil {
-		p.l.end(&p.l.stripes[p.stripe&(stripe.Count-1)], p.start)
+		p.l.end(&p.l.stripes[p.stripe&(stripe.Count-1)])
 	}
 }
 
 // end turns the call's slot into credit on its stripe; a stripe with more than one
 // gives the rest back, so that idle stripes park little.
-func (l *Limiter) end(s *slotStripe, start int64) {
-	s.startSum.Add(-start)
+func (l *Limiter) end(s *slotStripe) {
 	if v := s.slots.Add(endDelta); v&creditMask > 1 {
 		l.giveBack(s)
 	}

@@ -19,7 +19,7 @@ func (l *Limiter) update(now int64, drain bool) {
 	l.due.Store(now + int64(c.UpdateInterval))
 	nl := float64(l.noLoad.Load())
 	tol := 1 + c.Tolerance
-	age := l.inFlightAge(now)
+	age := l.stalled(now)
 	overdue := nl > 0 && age > 2*nl*tol
 	if l.sampleCount() < int64(c.MinSamples) && !overdue && !drain {
 		return // too few samples: keep them for the next update
@@ -32,6 +32,7 @@ func (l *Limiter) update(now int64, drain bool) {
 		sum += int64(w&sampleMask) << sampleShift
 		peak += s.peak.Swap(int64(s.slots.Load() >> 32))
 	}
+	l.seen = 0
 	least := l.sampleMin.Swap(math.MaxInt64)
 
 	if l.measuring.Load() && l.measureN.Load() >= int64(c.MinSamples) {
@@ -99,13 +100,16 @@ func (l *Limiter) sampleCount() (n int64) {
 	return n
 }
 
-// inFlightAge returns the mean age of the calls in flight in ns, 0 when none: a call
-// that hangs shows in it long before it finishes. The two counters are read one after
-// the other, so under concurrent calls it is approximate.
-func (l *Limiter) inFlightAge(now int64) float64 {
-	n, starts := l.inFlight()
-	if n <= 0 {
-		return 0
+// stalled returns for how long, in ns, calls have been in flight with none ending: the
+// time since the last update that saw a call end (or nothing in flight), 0 while calls
+// end. A dependency that hangs shows in it long before its calls time out, and it costs
+// the admitted path nothing: it is read off the samples' count, at update time, so to
+// within an update interval.
+func (l *Limiter) stalled(now int64) float64 {
+	held := l.sampleCount()
+	if held != l.seen || l.inFlight() == 0 || l.progress == 0 {
+		l.progress = now
 	}
-	return max(0, float64(n*now-starts)/float64(n)) // wrapping: the difference is small
+	l.seen = held
+	return float64(now - l.progress)
 }
