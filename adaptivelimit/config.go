@@ -46,11 +46,11 @@ type Config struct {
 	// 0.01 to 10. Defaults to 0.25 (Envoy's min-RTT buffer).
 	Tolerance float64
 	// UpdateInterval is how often the limit is recomputed from the calls that finished
-	// since the last update (at least MinSamples of them) and from the age of the calls
-	// in flight. From 1ms to 1m. Defaults to 500ms.
+	// since the last update (at least MinSamples of them) and from how long calls have
+	// been in flight with none finishing. From 1ms to 1m. Defaults to 500ms.
 	UpdateInterval time.Duration
 	// MinSamples is how many finished calls an update needs; with fewer, the samples
-	// are kept for the next one (unless the calls in flight are overdue, see the
+	// are kept for the next one (unless the calls in flight have stalled, see the
 	// package doc). From 1 to 1,000,000. Defaults to 10.
 	MinSamples int
 	// NoLoadInterval is how often the no-load latency is measured again: for that

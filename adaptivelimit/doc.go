@@ -18,10 +18,11 @@
 // parameters:
 //
 //   - Every UpdateInterval (once at least MinSamples calls finished since the last
-//     update) the sample is the mean latency of those calls, or the mean age of the
-//     calls in flight when that is larger: a dependency that hangs shows in the calls
-//     still waiting, long before the first of them times out. With the calls in flight
-//     older than twice the target, the update runs without waiting for samples.
+//     update) the sample is the mean latency of those calls, or, when it is larger,
+//     how long calls have been in flight with none finishing (the stall, read at
+//     each update): a dependency that hangs shows in it long before the first of its
+//     calls times out. With a stall longer than twice the target, the update runs
+//     without waiting for samples.
 //   - The target is noLoad × (1 + Tolerance). Above it the limit is multiplied by
 //     target/sample, at least ½. At or below it, and with at least half the limit in
 //     use at some moment since the last update, the limit grows by its square root.

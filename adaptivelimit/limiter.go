@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/stripe"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
@@ -46,41 +47,75 @@ var shares = [...]float64{0, 0.6, 0.8, 0.9, 1} // index: throttle.Priority (0 = 
 
 // Limiter is an adaptive concurrency limit for one dependency (see the package doc for
 // the algorithm). It is safe for concurrent use: Acquire and Done take no lock and
-// allocate nothing; the update that recomputes the limit runs at most once per
-// UpdateInterval, on whichever call finds it due, under a lock that no other call
-// waits for (TryLock).
+// allocate nothing, and on the admitted path they write only the caller's stripe (see
+// stripe); the update that recomputes the limit runs at most once per UpdateInterval,
+// on whichever call finds it due, under a lock that no other call waits for (TryLock).
 type Limiter struct {
-	name string
-	cfg  Config
-	clk  clock.Clock // nil: the coarse system clock
-	base time.Time   // the instant every time inside is counted from (nanoseconds since base)
+	// Read on every call, written at most once per update.
+	name      string
+	cfg       Config
+	clk       clock.Clock // nil: the coarse system clock
+	base      time.Time   // the instant every time inside is counted from (nanoseconds since base)
+	stripes   *[stripe.Count]slotStripe
+	limit     atomic.Int64    // the limit in force (held down during a no-load measurement)
+	allowed   [5]atomic.Int64 // Allowed(limit, p) per throttle.Priority (index 0 unused)
+	due       atomic.Int64    // from when the next update may run
+	noLoad    atomic.Int64    // the no-load latency in ns; 0 until measured
+	sampleMin atomic.Int64    // least latency that succeeded since the last update; math.MaxInt64 when none
+	measuring atomic.Bool     // a no-load measurement holds the limit down
+	contended atomic.Bool     // two callers were seen on one stripe: pick stripes by processor
+	_         [64]byte
 
-	limit    atomic.Int64 // the limit in force (held down during a no-load measurement)
-	inFlight atomic.Int64
-	startSum atomic.Int64 // sum of the starts of the calls in flight
-	peak     atomic.Int64 // the most calls in flight since the last update
-	due      atomic.Int64 // from when the next update may run
-
-	sampleSum atomic.Int64 // latencies finished since the last update, in ns
-	sampleN   atomic.Int64
-	sampleMin atomic.Int64 // their minimum; math.MaxInt64 when none
-
-	noLoad atomic.Int64 // the no-load latency in ns; 0 until measured
+	// leased is how many slots the stripes hold: the calls in flight and the free
+	// slots parked on stripes (credit). It is written when a stripe runs out of credit
+	// or parks more than one, not on the admitted path (see acquireSlow).
+	leased atomic.Int64
+	_      [56]byte
 
 	// A no-load measurement: calls admitted from measureFrom on report into
-	// measureMin and measureN.
-	measuring   atomic.Bool
+	// measureMin and measureN (written only while measuring).
 	measureFrom atomic.Int64
 	measureMin  atomic.Int64
 	measureN    atomic.Int64
 
 	refused [5]atomic.Uint64 // per throttle.Priority (index 0 unused)
 
-	mu      sync.Mutex // held (TryLock) by the one update running; guards the fields below
-	limitF  float64    // the controller's limit, unrounded
-	refresh int64      // when the next no-load measurement starts
-	held    int64      // the limit held while a no-load measurement runs
+	mu       sync.Mutex // held (TryLock) by the one update running; guards the fields below
+	limitF   float64    // the controller's limit, unrounded
+	progress int64      // the last update that saw a call end, or none in flight
+	seen     int64      // the samples held at the last update (0 after they were taken)
+	refresh  int64      // when the next no-load measurement starts
+	held     int64      // the limit held while a no-load measurement runs
 }
+
+// slotStripe is one cache line of a limiter's counters. A call writes the stripe it
+// was admitted on (the Permit records which), so per stripe the counts are exact.
+//
+// slots packs the stripe's calls in flight (high 32 bits) with its credit (low 32
+// bits): slots leased from the limiter and free, which the stripe's next call takes
+// without touching a shared line. A call's end turns its slot into credit; a stripe
+// keeps one and gives the rest back to leased. samples packs the latencies finished since the last
+// update: their count (high 24 bits) and their sum in units of 16 ns (low 40 bits).
+type slotStripe struct {
+	slots   atomic.Uint64
+	samples atomic.Uint64
+	peak    atomic.Int64 // the most calls in flight on this stripe since the last update
+	_       [40]byte
+}
+
+const (
+	inFlightOne = 1 << 32   // one call in flight, in slots
+	creditMask  = 1<<32 - 1 // the credit's bits of slots
+	sampleOne   = 1 << 40   // one sample, in samples
+	sampleMask  = 1<<40 - 1 // the latency sum's bits of samples
+	sampleShift = 4         // a latency sum unit is 1<<sampleShift ns
+	sampleMax   = 1 << 36   // a latency counts at most this many units (18 min)
+	drainCount  = 1 << 23   // an update runs early once a stripe holds this many samples,
+	drainSum    = 1 << 39   // or this much latency, so neither field can overflow
+
+	// endDelta is one call in flight less and one credit more, as an addition.
+	endDelta = ^uint64(inFlightOne-1) + 1
+)
 
 // New returns a limiter, or a *ConfigError naming the first invalid field.
 func New(cfg Config) (*Limiter, error) {
@@ -88,7 +123,7 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{name: c.Name, cfg: c}
+	l := &Limiter{name: c.Name, cfg: c, stripes: new([stripe.Count]slotStripe)}
 	if !clock.IsSystem(c.Clock) && c.Clock != nil {
 		l.clk = c.Clock
 	}
@@ -100,7 +135,7 @@ func New(cfg Config) (*Limiter, error) {
 	} else {
 		l.base = l.clk.Now()
 	}
-	l.limit.Store(int64(c.InitialLimit))
+	l.setLimit(int64(c.InitialLimit))
 	l.limitF = float64(c.InitialLimit)
 	l.sampleMin.Store(math.MaxInt64)
 	l.due.Store(l.now() + int64(c.UpdateInterval))
@@ -143,7 +178,24 @@ func (l *Limiter) AtFloor() bool { return l.limit.Load() <= int64(l.cfg.MinLimit
 func (l *Limiter) NoLoad() time.Duration { return time.Duration(l.noLoad.Load()) }
 
 // InFlight returns how many admitted calls have not finished.
-func (l *Limiter) InFlight() int { return int(l.inFlight.Load()) }
+func (l *Limiter) InFlight() int { return int(l.inFlight()) }
+
+// inFlight sums the stripes' calls in flight. The stripes are read one after the
+// other, so under concurrent calls the sum is approximate.
+func (l *Limiter) inFlight() (n int64) {
+	for i := range l.stripes {
+		n += int64(l.stripes[i].slots.Load() >> 32)
+	}
+	return n
+}
+
+// setLimit puts limit in force, with each priority's share of it.
+func (l *Limiter) setLimit(limit int64) {
+	for p := throttle.Low; p <= throttle.Critical; p++ {
+		l.allowed[p].Store(int64(Allowed(int(limit), p)))
+	}
+	l.limit.Store(limit)
+}
 
 // Measuring reports whether a no-load measurement holds the limit down.
 func (l *Limiter) Measuring() bool { return l.measuring.Load() }
@@ -163,8 +215,9 @@ func Allowed(limit int, p throttle.Priority) int {
 // sent, or failed fast); a zero Permit does nothing. It is a
 // plain value, safe to copy; reporting two copies of one permit counts it twice.
 type Permit struct {
-	l     *Limiter
-	start int64 // nanoseconds since the limiter's base
+	l      *Limiter
+	start  int64 // nanoseconds since the limiter's base
+	stripe int   // the stripe it was admitted on
 }
 
 // Acquire admits a call of priority p, or refuses it at once with a *LimitError when
@@ -176,28 +229,92 @@ func (l *Limiter) AcquireAt(now time.Time, p throttle.Priority) (Permit, error) 
 	return l.acquire(l.at(now), p)
 }
 
+// stripeIndex is the caller's stripe: by stack address until two callers were seen on
+// one stripe, by processor from then on (as the breaker's window picks its stripes).
+func (l *Limiter) stripeIndex() int {
+	if l.contended.Load() {
+		return stripe.ByProcessor()
+	}
+	return stripe.ByStack()
+}
+
+// acquire admits on the caller's stripe's credit when it has some and the slots leased
+// are within the priority's share: then the calls in flight, never more than the slots
+// leased, are within it too, and nothing shared is written. Otherwise acquireSlow
+// leases a slot.
 func (l *Limiter) acquire(now int64, p throttle.Priority) (Permit, error) {
 	if now >= l.due.Load() {
-		l.update(now)
+		l.update(now, false)
 	}
 	p = p.Norm()
-	limit := int(l.limit.Load())
-	allowed := Allowed(limit, p)
-	for {
-		n := l.inFlight.Load()
-		if n >= int64(allowed) {
-			l.refused[p].Add(1)
-			return Permit{}, &LimitError{Limiter: l.name, Limit: limit, Allowed: allowed, Priority: p}
-		}
-		if l.inFlight.CompareAndSwap(n, n+1) {
-			if pk := l.peak.Load(); n+1 > pk {
-				l.peak.CompareAndSwap(pk, n+1) // a lost race keeps a peak nearly as high
+	i := l.stripeIndex() & (stripe.Count - 1)
+	s := &l.stripes[i]
+	if l.leased.Load() <= l.allowed[p].Load() {
+		for {
+			old := s.slots.Load()
+			if old&creditMask == 0 {
+				break
 			}
-			break
+			if s.slots.CompareAndSwap(old, old-1+inFlightOne) {
+				return l.admitted(s, i, int64(old>>32)+1, now), nil
+			}
+			l.contended.Store(true)
 		}
 	}
-	l.startSum.Add(now)
-	return Permit{l: l, start: now}, nil
+	return l.acquireSlow(now, p, s, i)
+}
+
+// acquireSlow leases a slot for a call while the slots leased are under the priority's
+// share. When they are not, credit parked on other stripes may be what fills them: it
+// takes that back once and tries again, so a refusal means the calls in flight (not
+// parked credit) fill the share.
+func (l *Limiter) acquireSlow(now int64, p throttle.Priority, s *slotStripe, i int) (Permit, error) {
+	allowed := l.allowed[p].Load()
+	for reclaimed := false; ; {
+		n := l.leased.Load()
+		if n < allowed {
+			if l.leased.CompareAndSwap(n, n+1) {
+				return l.admitted(s, i, int64(s.slots.Add(inFlightOne)>>32), now), nil
+			}
+			continue
+		}
+		if reclaimed || l.reclaim() == 0 {
+			l.refused[p].Add(1)
+			limit := int(l.limit.Load())
+			return Permit{}, &LimitError{Limiter: l.name, Limit: limit, Allowed: Allowed(limit, p), Priority: p}
+		}
+		reclaimed = true
+	}
+}
+
+func (l *Limiter) admitted(s *slotStripe, i int, n, now int64) Permit {
+	if pk := s.peak.Load(); n > pk {
+		s.peak.CompareAndSwap(pk, n) // a lost race keeps a peak nearly as high
+	}
+	return Permit{l: l, start: now, stripe: i}
+}
+
+// reclaim takes every stripe's credit back from leased and returns how much it took.
+func (l *Limiter) reclaim() int64 {
+	var took int64
+	for i := range l.stripes {
+		s := &l.stripes[i]
+		for {
+			old := s.slots.Load()
+			c := old & creditMask
+			if c == 0 {
+				break
+			}
+			if s.slots.CompareAndSwap(old, old-c) {
+				took += int64(c)
+				break
+			}
+		}
+	}
+	if took > 0 {
+		l.leased.Add(-took)
+	}
+	return took
 }
 
 // Done ends a call that succeeded and records its latency (now minus its start): a
@@ -235,9 +352,9 @@ func (p Permit) finish(n int64, ok bool) {
 	if l == nil {
 		return
 	}
+	s := &l.stripes[p.stripe&(stripe.Count-1)]
 	lat := max(n-p.start, 1)
-	l.sampleSum.Add(lat)
-	l.sampleN.Add(1)
+	w := s.samples.Add(sampleOne | min(uint64(lat)>>sampleShift, sampleMax))
 	if ok {
 		casMin(&l.sampleMin, lat)
 		if l.measuring.Load() && p.start >= l.measureFrom.Load() {
@@ -245,9 +362,9 @@ func (p Permit) finish(n int64, ok bool) {
 			l.measureN.Add(1)
 		}
 	}
-	l.end(p.start)
-	if n >= l.due.Load() {
-		l.update(n)
+	l.end(s)
+	if drain := w>>40 >= drainCount || w&sampleMask >= drainSum; drain || n >= l.due.Load() {
+		l.update(n, drain)
 	}
 }
 
@@ -256,13 +373,30 @@ func (p Permit) finish(n int64, ok bool) {
 // the no-load latency).
 func (p Permit) Release() {
 	if p.l != nil {
-		p.l.end(p.start)
+		p.l.end(&p.l.stripes[p.stripe&(stripe.Count-1)])
 	}
 }
 
-func (l *Limiter) end(start int64) {
-	l.startSum.Add(-start)
-	l.inFlight.Add(-1)
+// end turns the call's slot into credit on its stripe; a stripe with more than one
+// gives the rest back, so that idle stripes park little.
+func (l *Limiter) end(s *slotStripe) {
+	if v := s.slots.Add(endDelta); v&creditMask > 1 {
+		l.giveBack(s)
+	}
+}
+
+func (l *Limiter) giveBack(s *slotStripe) {
+	for {
+		old := s.slots.Load()
+		c := old & creditMask
+		if c <= 1 {
+			return
+		}
+		if s.slots.CompareAndSwap(old, old-(c-1)) {
+			l.leased.Add(-int64(c - 1))
+			return
+		}
+	}
 }
 
 func casMin(a *atomic.Int64, v int64) {

@@ -4,26 +4,36 @@ import "math"
 
 // update recomputes the limit when an update is due. The caller read due; the lock is
 // only tried, so a call that finds another update running goes on at once.
-func (l *Limiter) update(now int64) {
+//
+// A drain is an update that a stripe's sample fields asked for early, before they could
+// overflow: it runs whenever it gets the lock and takes the samples however few.
+func (l *Limiter) update(now int64, drain bool) {
 	if !l.mu.TryLock() {
 		return
 	}
 	defer l.mu.Unlock()
-	if now < l.due.Load() {
+	if now < l.due.Load() && !drain {
 		return // another update ran first
 	}
 	c := &l.cfg
 	l.due.Store(now + int64(c.UpdateInterval))
 	nl := float64(l.noLoad.Load())
 	tol := 1 + c.Tolerance
-	age := l.inFlightAge(now)
+	age := l.stalled(now)
 	overdue := nl > 0 && age > 2*nl*tol
-	if l.sampleN.Load() < int64(c.MinSamples) && !overdue {
+	if l.sampleCount() < int64(c.MinSamples) && !overdue && !drain {
 		return // too few samples: keep them for the next update
 	}
-	sum, n := l.sampleSum.Swap(0), l.sampleN.Swap(0)
+	var sum, n, peak int64
+	for i := range l.stripes {
+		s := &l.stripes[i]
+		w := s.samples.Swap(0)
+		n += int64(w >> 40)
+		sum += int64(w&sampleMask) << sampleShift
+		peak += s.peak.Swap(int64(s.slots.Load() >> 32))
+	}
+	l.seen = 0
 	least := l.sampleMin.Swap(math.MaxInt64)
-	peak := l.peak.Swap(l.inFlight.Load())
 
 	if l.measuring.Load() && l.measureN.Load() >= int64(c.MinSamples) {
 		// The measurement is complete: its minimum is the no-load latency, higher or
@@ -79,16 +89,27 @@ func (l *Limiter) update(now int64) {
 	if l.measuring.Load() {
 		eff = min(eff, l.held)
 	}
-	l.limit.Store(eff)
+	l.setLimit(eff)
 }
 
-// inFlightAge returns the mean age of the calls in flight in ns, 0 when none: a call
-// that hangs shows in it long before it finishes. The two counters are read one after
-// the other, so under concurrent calls it is approximate.
-func (l *Limiter) inFlightAge(now int64) float64 {
-	n := l.inFlight.Load()
-	if n <= 0 {
-		return 0
+// sampleCount is how many samples the stripes hold.
+func (l *Limiter) sampleCount() (n int64) {
+	for i := range l.stripes {
+		n += int64(l.stripes[i].samples.Load() >> 40)
 	}
-	return max(0, float64(n*now-l.startSum.Load())/float64(n))
+	return n
+}
+
+// stalled returns for how long, in ns, calls have been in flight with none ending: the
+// time since the last update that saw a call end (or nothing in flight), 0 while calls
+// end. A dependency that hangs shows in it long before its calls time out, and it costs
+// the admitted path nothing: it is read off the samples' count, at update time, so to
+// within an update interval.
+func (l *Limiter) stalled(now int64) float64 {
+	held := l.sampleCount()
+	if held != l.seen || l.inFlight() == 0 || l.progress == 0 {
+		l.progress = now
+	}
+	l.seen = held
+	return float64(now - l.progress)
 }

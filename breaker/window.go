@@ -4,7 +4,9 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"unsafe"
+	_ "unsafe" // for the linkname below
+
+	"github.com/agentbreaker/agentbreaker/internal/stripe"
 )
 
 // The rolling window. Failures and slow calls are rare and go through the breaker's
@@ -26,8 +28,7 @@ import (
 // period) or finds a new tag and is dropped: it can never leak into the next period.
 
 const (
-	stripeBits  = 4
-	stripeCount = 1 << stripeBits
+	stripeCount = stripe.Count
 	arenaCols   = 8  // breakers per chunk: one 64-byte line holds a stripe of each
 	tagShift    = 40 // a stripe counts up to 2^40 calls between folds
 	countMask   = 1<<tagShift - 1
@@ -95,9 +96,9 @@ func (s stripes) at(i int) *atomic.Int64 { return &s.chunk.lines[i][s.col] }
 func (s stripes) mine() *atomic.Int64 {
 	col := s.col & (arenaCols - 1)
 	if s.chunk.contended[col].Load() {
-		return &s.chunk.lines[processorIndex()][col]
+		return &s.chunk.lines[stripe.ByProcessor()][col]
 	}
-	return &s.chunk.lines[stripeIndex()][col]
+	return &s.chunk.lines[stripe.ByStack()][col]
 }
 
 // add counts one success on the caller's stripe if the stripe still carries tag. It
@@ -109,9 +110,9 @@ func (s stripes) add(tag uint64) int64 {
 	col := s.col & (arenaCols - 1)
 	var c *atomic.Int64
 	if s.chunk.contended[col].Load() {
-		c = &s.chunk.lines[processorIndex()][col]
+		c = &s.chunk.lines[stripe.ByProcessor()][col]
 	} else {
-		c = &s.chunk.lines[stripeIndex()][col]
+		c = &s.chunk.lines[stripe.ByStack()][col]
 	}
 	for {
 		v := c.Load()
@@ -181,37 +182,6 @@ func (s stripes) take(tag uint64) int64 {
 		sum += s.at(i).Swap(int64(tag<<tagShift)) & countMask
 	}
 	return sum
-}
-
-// processorIndex picks the stripe of the processor (the runtime's P) running the
-// caller. The caller may be moved to another processor right after; that only costs
-// sharing a line for a moment, never a count.
-func processorIndex() int {
-	p := runtime_procPin()
-	runtime_procUnpin()
-	return p & (stripeCount - 1)
-}
-
-// The runtime's processor pinning, as sync.Pool uses it. The runtime keeps these two
-// reachable by linkname for packages outside the standard library.
-//
-//go:linkname runtime_procPin runtime.procPin
-func runtime_procPin() int
-
-//go:linkname runtime_procUnpin runtime.procUnpin
-func runtime_procUnpin()
-
-// stripeIndex picks a stripe from the address of the caller's stack. Goroutines have
-// separate stacks (2 KiB apart at the least), so bits 11 and up differ between
-// goroutines; stacks are power-of-two sized and aligned, so bits 11 to 14 alone often
-// agree between two goroutines, and a multiplicative (Fibonacci) hash of all the bits
-// above 11 spreads them instead. This needs no per-goroutine state and no call into the
-// runtime; two concurrent callers on one stripe only share a cache line, they never
-// lose a count (and the breaker moves to processorIndex once they are seen to meet).
-func stripeIndex() int {
-	var marker byte
-	h := uint64(uintptr(unsafe.Pointer(&marker))>>11) * 0x9E3779B97F4A7C15
-	return int(h >> (64 - stripeBits))
 }
 
 // bucket counts one slice of a time window. 64-bit counters cannot wrap.
