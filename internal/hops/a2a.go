@@ -75,7 +75,11 @@ var a2aShape = Shape{Name: "A2A", Build: func(w *World) (*breakertest.Harness, e
 		if err != nil {
 			return nil, err
 		}
-		rootCfg.Tools = append(rootCfg.Tools, agenttool.New(remote, nil))
+		if rootCB == nil {
+			rootCfg.Tools = append(rootCfg.Tools, agenttool.New(remote, nil))
+		} else {
+			rootCfg.Tools = append(rootCfg.Tools, rootCB.AgentTool(remote, nil))
+		}
 	}
 	root, err := llmagent.New(rootCfg)
 	if err != nil {
@@ -100,11 +104,15 @@ func (w *World) serveRemote(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	exec := adka2a.NewExecutor(adka2a.ExecutorConfig{
+	ecfg := adka2a.ExecutorConfig{
 		RunnerConfig: runner.Config{AppName: name, Agent: inner, SessionService: session.InMemoryService(),
 			PluginConfig: runner.PluginConfig{Plugins: w.Plugins()}},
 		RunConfig: agent.RunConfig{StreamingMode: agent.StreamingModeSSE},
-	})
+	}
+	if w.CB != nil {
+		ecfg = a2aguard.Serve(w.CB, ecfg) // the remote service's half of the hop
+	}
+	exec := adka2a.NewExecutor(ecfg)
 	h := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(exec))
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.Remote.Add(1)
