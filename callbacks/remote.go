@@ -45,10 +45,16 @@ type InnerFailure struct {
 const maxServed = 1024
 
 // served is the set of callers' scopes whose operations the retry budget tracks, with
-// when each was last used (clock nanoseconds).
+// when each was last used (clock nanoseconds, and an order that breaks ties).
 type served struct {
 	mu   sync.Mutex
-	last map[string]int64
+	seq  uint64
+	last map[string]servedAt
+}
+
+type servedAt struct {
+	at  int64
+	seq uint64
 }
 
 // OperationScope returns the ID of the invocation whose operations a call made in ctx
@@ -114,27 +120,29 @@ func (s *served) use(c *Callbacks, root string) {
 	var drop []string
 	s.mu.Lock()
 	if s.last == nil {
-		s.last = make(map[string]int64)
+		s.last = make(map[string]servedAt)
 	}
 	if _, ok := s.last[root]; !ok {
-		for k, t := range s.last {
-			if now-t >= int64(c.idle) {
+		for k, u := range s.last {
+			if now-u.at >= int64(c.idle) {
 				drop = append(drop, k)
 				delete(s.last, k)
 			}
 		}
 		if len(s.last) >= maxServed {
-			oldest, ot := "", int64(0)
-			for k, t := range s.last {
-				if oldest == "" || t < ot {
-					oldest, ot = k, t
+			oldest, first := "", true
+			var ou servedAt
+			for k, u := range s.last {
+				if first || u.seq < ou.seq {
+					oldest, ou, first = k, u, false
 				}
 			}
 			drop = append(drop, oldest)
 			delete(s.last, oldest)
 		}
 	}
-	s.last[root] = now
+	s.seq++
+	s.last[root] = servedAt{at: now, seq: s.seq}
 	s.mu.Unlock()
 	if r := c.cfg.SideEffects.Retry; r != nil {
 		for _, k := range drop {
