@@ -3,6 +3,7 @@ package a2aguard_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -68,6 +69,19 @@ func newRetrier(t testing.TB, c clock.Clock) *retry.Retrier {
 // final status's agentbreaker metadata (a hostile remote).
 func newHopRig(t *testing.T, sm serviceMode, after func(*a2a.TaskStatusUpdateEvent)) *hopRig {
 	t.Helper()
+	return newHopRigWith(t, hopOptions{mode: sm, after: after})
+}
+
+type hopOptions struct {
+	mode     serviceMode
+	after    func(*a2a.TaskStatusUpdateEvent)
+	transfer bool         // the root transfers to crm_agent_a instead of calling the agents as tools
+	logger   *slog.Logger // the root's guards' logger
+}
+
+func newHopRigWith(t *testing.T, o hopOptions) *hopRig {
+	t.Helper()
+	sm, after := o.mode, o.after
 	fake := clock.NewFake(time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC))
 	r := &hopRig{crm: breakertest.StartServer()}
 	t.Cleanup(r.crm.Close)
@@ -102,6 +116,7 @@ func newHopRig(t *testing.T, sm serviceMode, after func(*a2a.TaskStatusUpdateEve
 		SideEffects: callbacks.SideEffects{Retry: newRetrier(t, fake)}})
 	names := []string{"crm_agent_a", "crm_agent_b"}
 	var tools []tool.Tool
+	var remotes []agent.Agent
 	for i, n := range names {
 		sub := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(req breakertest.Request) breakertest.Step {
 			if rs := req.FunctionResponses(); len(rs) > 0 {
@@ -141,8 +156,9 @@ func newHopRig(t *testing.T, sm serviceMode, after func(*a2a.TaskStatusUpdateEve
 		card := &a2a.AgentCard{Name: n, Capabilities: a2a.AgentCapabilities{Streaming: true},
 			SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL, a2a.TransportProtocolJSONRPC)}}
 		remote, err := a2aguard.New(a2aguard.Config{Dependency: fmt.Sprintf("remote_%c", 'a'+i), Callbacks: r.rootCB,
-			Agent: remoteagent.A2AConfig{Name: n, Description: "Asks the CRM.", AgentCard: card}})
+			Agent: remoteagent.A2AConfig{Name: n, Description: "Asks the CRM.", AgentCard: card}, Logger: o.logger})
 		require.NoError(t, err)
+		remotes = append(remotes, remote)
 		tools = append(tools, r.rootCB.AgentTool(remote, nil))
 	}
 	root := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(req breakertest.Request) breakertest.Step {
@@ -173,7 +189,14 @@ func newHopRig(t *testing.T, sm serviceMode, after func(*a2a.TaskStatusUpdateEve
 		}
 		return breakertest.Text("Here is what I found on Acme.")
 	}})
-	rootAgent, err := llmagent.New(llmagent.Config{Name: "assistant", Model: root, Tools: tools, Mode: llmagent.ModeChat})
+	rcfg := llmagent.Config{Name: "assistant", Model: root, Tools: tools, Mode: llmagent.ModeChat}
+	if o.transfer {
+		rcfg.Tools, rcfg.SubAgents = nil, remotes
+		rcfg.Model = breakertest.MustNewModel(breakertest.ModelConfig{Then: func(breakertest.Request) breakertest.Step {
+			return breakertest.Call("transfer_to_agent", map[string]any{"agent_name": names[0]})
+		}})
+	}
+	rootAgent, err := llmagent.New(rcfg)
 	require.NoError(t, err)
 	r.h = breakertest.MustNewHarness(breakertest.HarnessConfig{Agent: rootAgent, Plugins: []*plugin.Plugin{r.rootCB.Plugin()}})
 	return r
@@ -292,4 +315,23 @@ func requireWords(t *testing.T, answers []string) {
 		words++
 	}
 	require.Positive(t, words)
+}
+
+// By transfer (a request without streaming, whose answer is the task): the mark is
+// read from the task's metadata, the request is FAILED, and the user reads the remote's
+// own words.
+func TestHopTransferReadsTheMark(t *testing.T) {
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r := newHopRigWith(t, hopOptions{mode: served, transfer: true, logger: logger})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sid, err := r.h.NewSession(ctx)
+	require.NoError(t, err)
+	turn, err := r.h.Run(ctx, sid, "Look up Acme in the CRM.")
+	require.NoError(t, err)
+	require.Contains(t, turn.FinalText(), couldNot, "the remote's own words reach the user")
+	require.Contains(t, logs.String(), "outcome=FAILED error_class=http_5xx", "the request is FAILED, with the remote's inner class")
+	require.Equal(t, int64(1), r.crm.Requests())
+	require.Equal(t, breaker.Closed, r.rootBreaker(t, "remote_a").State())
 }
