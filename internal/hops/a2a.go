@@ -33,9 +33,12 @@ import (
 // its runner installs (ExecutorConfig.RunnerConfig.PluginConfig) and which holds the
 // CRM's breaker and retry budget (the World's Deps, CB and Retrier: the figures'
 // trips are the CRM breaker's there), and the root's, which guards each remote agent
-// as a dependency of its own with a2aguard (remote_a, remote_b). Each remote task is
-// an invocation of the remote's runner: nothing of the root's invocation crosses the
-// wire, so the remote cannot tell the root's re-issue from new work.
+// as a dependency of its own with a2aguard (remote_a, remote_b) and calls it through
+// its plugin's AgentTool. Each remote task is an invocation of the remote's runner;
+// the remote serves through a2aguard.Serve, so each request's operation scope (the
+// root's invocation) crosses the wire and the remote tracks its calls under it: the
+// root's re-issue is a retry there, and the remote's marked inner failure makes it one
+// at the root too.
 var a2aShape = Shape{Name: "A2A", Build: func(w *World) (*breakertest.Harness, error) {
 	names := []string{"crm_agent_a", "crm_agent_b"}
 	var rootCB *callbacks.Callbacks
