@@ -17,6 +17,9 @@ import (
 type outcome struct {
 	cls   classify.Classification
 	words string // the remote's own words for a business refusal, uncleaned; "" otherwise
+	// inner says the remote answered, but marked that a call of its own failed
+	// (hop.go): FAILED and neutral, and its answer passes unchanged.
+	inner bool
 }
 
 // judge classifies one finished request by what happened, in this order: the caller
@@ -55,6 +58,11 @@ func judge(parent, own context.Context, rec *record, last a2a.Event, err error, 
 		c := classify.ForClass(classify.ClassRefused)
 		c.Outcome = classify.Failed
 		return outcome{cls: c, words: messageText(msg)}
+	}
+	if f, ok := innerMark(last); ok {
+		// The remote answered in words although a call of its own failed or was
+		// refused: the request failed, neutral (the remote's breaker judged the call).
+		return outcome{cls: classify.Classification{Outcome: classify.Failed, Class: f.Class, Verdict: classify.Neutral, Retryable: f.Retryable}, inner: true}
 	}
 	return outcome{cls: classify.ForClass(classify.ClassNone)}
 }

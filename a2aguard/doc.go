@@ -38,5 +38,14 @@
 // name off the remote's breaker (it gets the key Dependency+"-agenttool"), so that
 // the outer call cannot take the half-open probe of the request inside it.
 //
+// A remote service that runs agentbreaker itself builds its executor with
+// adka2a.NewExecutor(Serve(cb, cfg)), and the root calls the guarded agent through
+// the plugin's AgentTool: each request then names the root's operation scope, the
+// remote tracks its calls under it (the root model's re-issue is a retry, charged to
+// the remote dependency's budget), and the remote marks its task's first failed or
+// refused call, which the root's guard classifies FAILED (neutral) while the remote's
+// words pass on (hop.go; docs/a2a.md, "One budget across the hop"). Without Serve on
+// the remote, nothing changes.
+//
 // The agent is safe for concurrent use, as remoteagent's is.
 package a2aguard

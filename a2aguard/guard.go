@@ -19,6 +19,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/payloads"
@@ -36,6 +37,7 @@ type guard struct {
 	reserve   float64
 	mutating  bool
 	log       *slog.Logger
+	cb        *callbacks.Callbacks
 
 	calls     sync.Map // *a2a.SendMessageRequest -> *call
 	hold      hold
@@ -75,7 +77,7 @@ func New(cfg Config) (agent.Agent, error) {
 	g := &guard{
 		dep: cfg.Dependency, name: cfg.Agent.Name, breaker: b, clock: deps.Clock(),
 		timeout: max(cfg.Timeout, 0), reserve: cfg.TurnReserve,
-		mutating: cfg.Callbacks.Mutating(cfg.Agent.Name), log: cfg.Logger,
+		mutating: cfg.Callbacks.Mutating(cfg.Agent.Name), log: cfg.Logger, cb: cfg.Callbacks,
 	}
 	if g.clock == nil {
 		g.clock = clock.System()
@@ -177,6 +179,7 @@ func (g *guard) before(ctx agent.Context, req *a2a.SendMessageRequest) (*session
 		return g.refusal(ctx, class, wait), nil
 	}
 	g.calls.Store(req, &call{permit: permit, invocation: ctx.InvocationID()})
+	g.markRequest(ctx, req)
 	return nil, nil
 }
 
@@ -208,6 +211,8 @@ func (g *guard) after(ctx agent.Context, req *a2a.SendMessageRequest, resp *sess
 		return nil, nil
 	}
 	switch {
+	case out.inner:
+		return nil, nil // the remote's own words for its inner failure reach the caller
 	case out.words != "":
 		return g.answer(ctx, out), nil
 	case out.cls.Outcome == classify.Succeeded:
@@ -252,6 +257,9 @@ func (g *guard) finish(parent, own context.Context, c *call, rec *record, last a
 	if out.cls.CountsAsFailure() {
 		cl := out.cls.Class
 		g.lastClass.Store(&cl)
+	}
+	if out.inner {
+		g.cb.NoteInnerFailure(parent, callbacks.InnerFailure{Dependency: g.dep, Class: out.cls.Class, Retryable: out.cls.Retryable})
 	}
 	if out.cls.RetryAfter > 0 && out.cls.Outcome != classify.FailedBeforeSend {
 		g.hold.set(g.clock.Now(), min(out.cls.RetryAfter, g.breaker.Policy().MaxRetryAfter), out.cls.Class)

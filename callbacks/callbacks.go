@@ -63,6 +63,7 @@ type Callbacks struct {
 	holds     holds    // server-stated delays per dependency (hold.go)
 
 	configFaults sync.Map // configFaultKey -> struct{}: faults already logged (configfault.go)
+	served       served   // callers' operation scopes a remote service tracks (remote.go)
 
 	inFlight  atomic.Int64
 	orphans   atomic.Int64

@@ -63,7 +63,12 @@ func noteInner(inv *invocation, dep string, f *innerFailure) {
 	if inv == nil {
 		return
 	}
-	for s := inv.scope; s != nil; s = s.parent {
+	noteScope(inv.scope, dep, f)
+}
+
+// noteScope is noteInner for the scope chain from s up.
+func noteScope(s *scope, dep string, f *innerFailure) {
+	for ; s != nil; s = s.parent {
 		if s.owner != nil {
 			s.owner.reaches(dep)
 		}

@@ -128,7 +128,10 @@ func (s *scopedTool) ProcessRequest(ctx agent.Context, req *model.LLMRequest) er
 func (s *scopedTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	sc := &scope{owner: s, root: ctx.InvocationID()}
 	if parent := scopeOf(ctx); parent != nil {
-		sc.parent, sc.root = parent, parent.root
+		sc.parent = parent
+		if parent.root != "" { // a served remote task without a caller's scope has none
+			sc.root = parent.root
+		}
 	}
 	defer func() {
 		sc.mu.Lock()

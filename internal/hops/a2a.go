@@ -33,9 +33,12 @@ import (
 // its runner installs (ExecutorConfig.RunnerConfig.PluginConfig) and which holds the
 // CRM's breaker and retry budget (the World's Deps, CB and Retrier: the figures'
 // trips are the CRM breaker's there), and the root's, which guards each remote agent
-// as a dependency of its own with a2aguard (remote_a, remote_b). Each remote task is
-// an invocation of the remote's runner: nothing of the root's invocation crosses the
-// wire, so the remote cannot tell the root's re-issue from new work.
+// as a dependency of its own with a2aguard (remote_a, remote_b) and calls it through
+// its plugin's AgentTool. Each remote task is an invocation of the remote's runner;
+// the remote serves through a2aguard.Serve, so each request's operation scope (the
+// root's invocation) crosses the wire and the remote tracks its calls under it: the
+// root's re-issue is a retry there, and the remote's marked inner failure makes it one
+// at the root too.
 var a2aShape = Shape{Name: "A2A", Build: func(w *World) (*breakertest.Harness, error) {
 	names := []string{"crm_agent_a", "crm_agent_b"}
 	var rootCB *callbacks.Callbacks
@@ -75,7 +78,11 @@ var a2aShape = Shape{Name: "A2A", Build: func(w *World) (*breakertest.Harness, e
 		if err != nil {
 			return nil, err
 		}
-		rootCfg.Tools = append(rootCfg.Tools, agenttool.New(remote, nil))
+		if rootCB == nil {
+			rootCfg.Tools = append(rootCfg.Tools, agenttool.New(remote, nil))
+		} else {
+			rootCfg.Tools = append(rootCfg.Tools, rootCB.AgentTool(remote, nil))
+		}
 	}
 	root, err := llmagent.New(rootCfg)
 	if err != nil {
@@ -100,11 +107,15 @@ func (w *World) serveRemote(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	exec := adka2a.NewExecutor(adka2a.ExecutorConfig{
+	ecfg := adka2a.ExecutorConfig{
 		RunnerConfig: runner.Config{AppName: name, Agent: inner, SessionService: session.InMemoryService(),
 			PluginConfig: runner.PluginConfig{Plugins: w.Plugins()}},
 		RunConfig: agent.RunConfig{StreamingMode: agent.StreamingModeSSE},
-	})
+	}
+	if w.CB != nil {
+		ecfg = a2aguard.Serve(w.CB, ecfg) // the remote service's half of the hop
+	}
+	exec := adka2a.NewExecutor(ecfg)
 	h := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(exec))
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.Remote.Add(1)
