@@ -12,6 +12,8 @@ import (
 	remoteagent "google.golang.org/adk/v2/agent/remoteagent/v2"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/plugin"
+	"google.golang.org/adk/v2/runner"
+	"google.golang.org/adk/v2/server/adka2a/v2"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/agenttool"
 
@@ -83,3 +85,16 @@ func twoHops(cb *callbacks.Callbacks, card *a2a.AgentCard, llm model.LLM) (agent
 }
 
 var _ = twoHops
+
+// serveAndCall is docs/a2a.md's "one line on each side" for one budget across the
+// hop: the remote service's executor, and the root's guarded remote agent called
+// through the plugin's AgentTool.
+func serveAndCall(cb, guard *callbacks.Callbacks, rc runner.Config, billing agent.Agent) (*adka2a.Executor, tool.Tool) {
+	// The remote service: its executor, under the plugin its runner registers (cb).
+	exec := adka2a.NewExecutor(a2aguard.Serve(cb, adka2a.ExecutorConfig{RunnerConfig: rc}))
+	// The root: the guarded remote agent, called through the plugin's AgentTool.
+	tool := guard.AgentTool(billing, nil)
+	return exec, tool
+}
+
+var _ = serveAndCall
