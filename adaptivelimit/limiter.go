@@ -82,8 +82,10 @@ type Limiter struct {
 
 	mu       sync.Mutex // held (TryLock) by the one update running; guards the fields below
 	limitF   float64    // the controller's limit, unrounded
+	started  bool       // an update ran: progress holds a time
 	progress int64      // the last update that saw a call end, or none in flight
 	seen     int64      // the samples held at the last update (0 after they were taken)
+	measured bool       // a no-load latency was measured: refresh holds a time
 	refresh  int64      // when the next no-load measurement starts
 	held     int64      // the limit held while a no-load measurement runs
 }
@@ -138,7 +140,10 @@ func New(cfg Config) (*Limiter, error) {
 	l.setLimit(int64(c.InitialLimit))
 	l.limitF = float64(c.InitialLimit)
 	l.sampleMin.Store(math.MaxInt64)
-	l.due.Store(l.now() + int64(c.UpdateInterval))
+	// The first call runs an update, which only starts the timeline: times may come
+	// from the limiter's clock or from a caller's (AcquireAt, DoneAt), and the intervals
+	// count from the first of them, not from New.
+	l.due.Store(math.MinInt64)
 	return l, nil
 }
 

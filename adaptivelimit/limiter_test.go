@@ -364,3 +364,49 @@ func TestBimodalLatencyDrivesTheLimitToItsFloor(t *testing.T) {
 		t.Errorf("no-load %v, limit %d; want the hits' 5ms and the floor", l.NoLoad(), l.Limit())
 	}
 }
+
+// Times given to AcquireAt and DoneAt are the caller's timeline: the limiter's intervals
+// count from the first of them, however far it is from the limiter's own clock (a fixed
+// date in a test, a replayed trace). The same calls give the same limit whether they
+// happen a year before the limiter was built or a year after, on the system clock or
+// on a fake one.
+func TestCallersTimelineWhateverItsDistanceFromTheClock(t *testing.T) {
+	run := func(cfg adaptivelimit.Config, start time.Time) (time.Duration, int) {
+		cfg.InitialLimit, cfg.MinSamples, cfg.UpdateInterval = 20, 5, time.Second
+		l := adaptivelimit.MustNew(cfg)
+		at := start
+		for range 4 {
+			wave(l, at, 10, 100*time.Millisecond)
+			at = at.Add(time.Second)
+		}
+		for range 4 {
+			wave(l, at, 10, 400*time.Millisecond)
+			at = at.Add(time.Second)
+		}
+		return l.NoLoad(), l.Limit()
+	}
+	now := time.Now()
+	var want struct {
+		noLoad time.Duration
+		limit  int
+	}
+	want.noLoad, want.limit = run(adaptivelimit.Config{Clock: clock.NewFake(now)}, now)
+	if want.noLoad != 100*time.Millisecond || want.limit >= 20 {
+		t.Fatalf("on a fake clock: no-load %v, limit %d; want 100ms and under 20", want.noLoad, want.limit)
+	}
+	for _, tc := range []struct {
+		name  string
+		cfg   adaptivelimit.Config
+		start time.Time
+	}{
+		{"system clock, a year before", adaptivelimit.Config{}, now.AddDate(-1, 0, 0)},
+		{"system clock, a year after", adaptivelimit.Config{}, now.AddDate(1, 0, 0)},
+		{"fake clock, a year before it", adaptivelimit.Config{Clock: clock.NewFake(now)}, now.AddDate(-1, 0, 0)},
+		{"fixed date", adaptivelimit.Config{}, t0},
+	} {
+		nl, limit := run(tc.cfg, tc.start)
+		if nl != want.noLoad || limit != want.limit {
+			t.Errorf("%s: no-load %v, limit %d; want %v and %d", tc.name, nl, limit, want.noLoad, want.limit)
+		}
+	}
+}

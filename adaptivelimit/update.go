@@ -17,6 +17,11 @@ func (l *Limiter) update(now int64, drain bool) {
 	}
 	c := &l.cfg
 	l.due.Store(now + int64(c.UpdateInterval))
+	if !l.started {
+		// The first call: it starts the timeline (see New), nothing to compute yet.
+		l.started, l.progress = true, now
+		return
+	}
 	nl := float64(l.noLoad.Load())
 	tol := 1 + c.Tolerance
 	age := l.stalled(now)
@@ -40,13 +45,13 @@ func (l *Limiter) update(now int64, drain bool) {
 		// lower than the last one.
 		nl = float64(l.measureMin.Load())
 		l.measuring.Store(false)
-		l.refresh = now + int64(c.NoLoadInterval)
+		l.measured, l.refresh = true, now+int64(c.NoLoadInterval)
 	}
 	if least < math.MaxInt64 && (nl == 0 || float64(least) < nl) {
 		// A call that succeeded this fast shows the dependency can answer this fast:
 		// the no-load latency is never above it.
-		if nl == 0 {
-			l.refresh = now + int64(c.NoLoadInterval)
+		if !l.measured {
+			l.measured, l.refresh = true, now+int64(c.NoLoadInterval)
 		}
 		nl = float64(least)
 	}
@@ -76,7 +81,7 @@ func (l *Limiter) update(now int64, drain bool) {
 	l.limitF = min(max(limit, float64(c.MinLimit)), float64(c.MaxLimit))
 	eff := int64(math.Round(l.limitF))
 
-	if !l.measuring.Load() && l.refresh > 0 && now >= l.refresh {
+	if !l.measuring.Load() && l.measured && now >= l.refresh {
 		// Measure the no-load latency again under half the limit, which drains the
 		// dependency's queue if the limit crept above its capacity (a windowed minimum
 		// taken under a standing queue would only rise with it).
@@ -107,7 +112,7 @@ func (l *Limiter) sampleCount() (n int64) {
 // within an update interval.
 func (l *Limiter) stalled(now int64) float64 {
 	held := l.sampleCount()
-	if held != l.seen || l.inFlight() == 0 || l.progress == 0 {
+	if held != l.seen || l.inFlight() == 0 {
 		l.progress = now
 	}
 	l.seen = held
