@@ -107,6 +107,11 @@ func TestALoadIndependentOutageThroughTheRunner(t *testing.T) {
 		require.GreaterOrEqual(t, sentLate, late*9/10, "calls of the last minute that reached the service: %d of %d", sentLate, late)
 		require.Equal(t, breaker.Closed, b.State(), "the 503s are the throttle's while it is accepting")
 		require.InDelta(t, 0.4, float64(srv.ok.Load())/float64(srv.requests.Load()), 0.05)
+		// The throttle's seeded Rand gives each invocation its draw, so the run repeats
+		// (the invocations' IDs, which the draw hashes without it, are random).
+		again, sentAgain, thAgain, _ := run(t, true)
+		require.Equal(t, []int64{srv.requests.Load(), sentLate, int64(th.Shed(throttle.Normal))},
+			[]int64{again.requests.Load(), sentAgain, int64(thAgain.Shed(throttle.Normal))}, "requests, sent in the last minute, shed")
 	})
 	t.Run("breaker alone", func(t *testing.T) {
 		t.Parallel()
