@@ -87,7 +87,7 @@ type call struct {
 // flight. It is freed when the run ends.
 type invocation struct {
 	id       string
-	draw     uint64 // the throttles' random draw for every call of the invocation (see shed.go)
+	draw     uint64        // the throttles' random draw for every call of the invocation (see shed.go)
 	seeded   atomic.Uint64 // the draw from a seeded throttle's Rand, 0 until taken (see seededDraw)
 	tracker  *loopguard.Tracker
 	lastUsed atomic.Int64 // c.nanos()
