@@ -47,6 +47,7 @@ type Callbacks struct {
 	obs     observe.Calls // nil: none
 	spans   observe.Spans // obs, when it records transitions and sheds on spans; else nil
 	clk     clock.Clock
+	drawOf  func(invocationID string) uint64 // the throttles' draw (see shed.go); tests may replace it
 	idle    time.Duration
 
 	exemptNames  map[string]bool
@@ -105,6 +106,7 @@ func New(cfg Config) (*Callbacks, error) {
 		obs:         cfg.Observability.Observer,
 		spans:       spansOf(cfg.Observability.Observer),
 		clk:         cfg.Clock,
+		drawOf:      drawOf,
 		idle:        cfg.IdleInvocationTimeout,
 		exemptNames: map[string]bool{},
 		toolSets:    toolSets{seed: maphash.MakeSeed()},

@@ -65,25 +65,6 @@ func drawOf(id string) uint64 {
 	return h
 }
 
-// drawFor is the invocation's draw for th: the hash of its ID, or, when th was given a
-// Rand (a seeded simulation or test), one value of it taken by the invocation's first
-// call to such a throttle and kept for its later calls, so that a seeded run repeats
-// while a turn is still shed whole.
-func (inv *invocation) drawFor(th *throttle.Throttle) uint64 {
-	r := th.Rand()
-	if r == nil {
-		return inv.draw
-	}
-	if v := inv.seeded.Load(); v != 0 {
-		return v
-	}
-	v := r() | 1 // 0 marks a draw not taken; the low bit is below the draw's 53 used
-	if inv.seeded.CompareAndSwap(0, v) {
-		return v
-	}
-	return inv.seeded.Load()
-}
-
 // served reports whether dep already accepted a call of inv. Such a turn is let
 // finish: its later calls to dep count as Critical, so the dependency's capacity goes
 // to whole turns rather than to halves of many.

@@ -87,8 +87,7 @@ type call struct {
 // flight. It is freed when the run ends.
 type invocation struct {
 	id       string
-	draw     uint64        // the throttles' random draw for every call of the invocation (see shed.go)
-	seeded   atomic.Uint64 // the draw from a seeded throttle's Rand, 0 until taken (see seededDraw)
+	draw     uint64 // the throttles' random draw for every call of the invocation (see shed.go)
 	tracker  *loopguard.Tracker
 	lastUsed atomic.Int64 // c.nanos()
 
@@ -252,7 +251,7 @@ func (c *Callbacks) invocation(ctx agent.Context, create bool) *invocation {
 	if !create {
 		return nil
 	}
-	inv := &invocation{id: id, draw: drawOf(id), tracker: c.guard.Track()}
+	inv := &invocation{id: id, draw: c.drawOf(id), tracker: c.guard.Track()}
 	inv.scope, _ = ctx.Value(scopeKey{}).(*scope) // set before the invocation is shared
 	inv.lastUsed.Store(now)
 	if found, loaded := c.invs.loadOrStore(inv); loaded {

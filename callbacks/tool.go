@@ -138,7 +138,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			if inv.served(dep) {
 				pr, governed = throttle.Critical, true
 			}
-			if !th.Throttle.AllowDraw(pr, inv.drawFor(th.Throttle)) {
+			if !th.Throttle.AllowDraw(pr, inv.draw) {
 				permit.Ignore() // never sent: the breaker learns nothing from it
 				return c.shed(ctx, inv, name, dep, b, th.Throttle, pr, args), nil
 			}

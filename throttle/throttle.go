@@ -48,9 +48,9 @@ type Config struct {
 	Clock clock.Clock
 	// Rand returns uniform random 64-bit values for the shedding draw; it is called
 	// concurrently and must be safe for that. Defaults to the runtime's per-thread
-	// generator. A seeded one makes a simulation repeatable. Package callbacks, which
-	// draws once per invocation (see AllowDraw), takes that draw from it when it is
-	// set, and hashes the invocation's ID when it is not.
+	// generator. A seeded one makes a simulation repeatable. It draws for Allow and
+	// AllowAt; AllowDraw takes the caller's draw instead, and package callbacks passes
+	// each invocation's own (a hash of its ID), so that a turn is shed whole.
 	Rand func() uint64
 }
 
@@ -171,9 +171,6 @@ func (t *Throttle) Allow(p Priority) bool {
 // Shedding reports whether any call may be refused now: p > 0. It is one atomic load,
 // for callers that would rather not work out a call's priority while nothing is shed.
 func (t *Throttle) Shedding() bool { return t.prob.Load() != 0 }
-
-// Rand returns Config.Rand, nil when it was not set.
-func (t *Throttle) Rand() func() uint64 { return t.rand }
 
 // AllowAt is Allow at the time given by the caller.
 func (t *Throttle) AllowAt(now time.Time, p Priority) bool {
