@@ -22,7 +22,7 @@ const (
 	DefaultMinLimit       = 2
 	DefaultMaxLimit       = 200
 	DefaultInitialLimit   = 20
-	DefaultTolerance      = 0.25
+	DefaultTolerance      = 0.4
 	DefaultUpdateInterval = 500 * time.Millisecond
 	DefaultMinSamples     = 10
 	DefaultNoLoadInterval = time.Minute
@@ -43,7 +43,10 @@ type Config struct {
 	InitialLimit int
 	// Tolerance is how far above the no-load latency the measured latency may rise
 	// before the limit falls: the controller aims at noLoad × (1 + Tolerance). From
-	// 0.01 to 10. Defaults to 0.25 (Envoy's min-RTT buffer).
+	// 0.01 to 10. Defaults to 0.4: Envoy's buffer is 0.25 over a min-RTT that
+	// aggregates a window's requests, where the no-load latency here is the least
+	// single call, below the dependency's typical answer by its own jitter; the extra
+	// covers that spread (docs/adaptive-concurrency.md measures the choice).
 	Tolerance float64
 	// UpdateInterval is how often the limit is recomputed from the calls that finished
 	// since the last update (at least MinSamples of them) and from how long calls have

@@ -25,8 +25,10 @@
 //     without waiting for samples.
 //   - The target is noLoad × (1 + Tolerance). Above it the limit is multiplied by
 //     target/sample, at least ½. At or below it, and with at least half the limit in
-//     use at some moment since the last update, the limit grows by its square root.
-//     It stays between MinLimit and MaxLimit.
+//     use at some moment since the last update, the limit grows by its square root
+//     times (target − sample)/(target − noLoad), at most 1: the whole root at the
+//     no-load latency, nothing at the target, so that it does not leap past the
+//     target. It stays between MinLimit and MaxLimit.
 //   - The no-load latency is the minimum latency of the calls that succeeded (a
 //     windowed minimum: any faster success lowers it at the next update), measured
 //     again every NoLoadInterval: the limit is held at half its value until MinSamples

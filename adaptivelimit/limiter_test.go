@@ -320,14 +320,15 @@ func TestEveryTuningFieldChangesTheOutcome(t *testing.T) {
 		}
 		return l.Limit()
 	}
-	base := adaptivelimit.Config{MinSamples: 5, UpdateInterval: 500 * time.Millisecond}
+	// At tolerance 0.25 the slow spell is above the target, so the other fields show.
+	base := adaptivelimit.Config{Tolerance: 0.25, MinSamples: 5, UpdateInterval: 500 * time.Millisecond}
 	tests := []struct {
 		name       string
 		a, b       adaptivelimit.Config
 		wantLowerA bool
 	}{
 		// 140ms is above the 125ms target at tolerance 0.25, below 150ms at 0.5.
-		{"Tolerance", with(base, func(c *adaptivelimit.Config) { c.Tolerance = 0.25 }), with(base, func(c *adaptivelimit.Config) { c.Tolerance = 0.5 }), true},
+		{"Tolerance", base, with(base, func(c *adaptivelimit.Config) { c.Tolerance = 0.5 }), true},
 		// One update in the slow spell instead of eight.
 		{"UpdateInterval", base, with(base, func(c *adaptivelimit.Config) { c.UpdateInterval = 4 * time.Second }), true},
 		// 12 samples per wave make an update; 50 need four waves.
@@ -407,6 +408,40 @@ func TestCallersTimelineWhateverItsDistanceFromTheClock(t *testing.T) {
 		nl, limit := run(tc.cfg, tc.start)
 		if nl != want.noLoad || limit != want.limit {
 			t.Errorf("%s: no-load %v, limit %d; want %v and %d", tc.name, nl, limit, want.noLoad, want.limit)
+		}
+	}
+}
+
+// The documented rise: at or under the target, with the limit in use, the limit grows
+// by its square root times (target − sample)/(target − noLoad): all of it at the
+// no-load latency, half of it halfway to the target, none at the target.
+func TestRiseShrinksAsLatencyNearsTheTarget(t *testing.T) {
+	after := func(latency time.Duration) int {
+		// No-load 100ms, tolerance 0.5: the target is 150ms. Warm-up waves use 5 of
+		// the 16 slots, under half, so they measure without raising the limit.
+		l := adaptivelimit.MustNew(adaptivelimit.Config{InitialLimit: 16, Tolerance: 0.5, MinSamples: 5, UpdateInterval: time.Second})
+		at := t0
+		for range 3 {
+			wave(l, at, 5, 100*time.Millisecond)
+			at = at.Add(time.Second)
+		}
+		if l.NoLoad() != 100*time.Millisecond || l.Limit() != 16 {
+			t.Fatalf("after the warm-up: no-load %v, limit %d; want 100ms and 16", l.NoLoad(), l.Limit())
+		}
+		wave(l, at, 10, latency) // 10 of 16 in use
+		wave(l, at.Add(time.Second), 1, latency)
+		return l.Limit()
+	}
+	for _, tc := range []struct {
+		latency time.Duration
+		want    int
+	}{
+		{100 * time.Millisecond, 20}, // 16 + √16
+		{125 * time.Millisecond, 18}, // 16 + √16 × ½
+		{150 * time.Millisecond, 16}, // at the target: no rise
+	} {
+		if got := after(tc.latency); got != tc.want {
+			t.Errorf("calls at %v: limit %d, want %d", tc.latency, got, tc.want)
 		}
 	}
 }

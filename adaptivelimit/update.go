@@ -72,11 +72,15 @@ func (l *Limiter) update(now int64, drain bool) {
 		// clamped at halving per update).
 		limit *= max(0.5, target/sample)
 	case float64(peak) >= limit/2:
-		// Near the no-load latency and the limit in use: it rises by its square root
-		// (Envoy's headroom), so it grows fast from a small limit and gently from a
-		// large one. A limit less than half used is not raised: nothing showed the
-		// dependency can take more.
-		limit += math.Sqrt(limit)
+		// At or under the target and the limit in use: it rises by up to its square
+		// root (Envoy's headroom), so it grows fast from a small limit and gently from
+		// a large one. The rise is the square root in full at the no-load latency and
+		// shrinks to none at the target, in proportion: a limit whose calls already
+		// queue a little does not leap past the target to be cut back at the next
+		// update (the overshoot that made up the tail of admitted latencies). A limit
+		// less than half used is not raised: nothing showed the dependency can take
+		// more.
+		limit += math.Sqrt(limit) * min(1, (target-sample)/(target-nl))
 	}
 	l.limitF = min(max(limit, float64(c.MinLimit)), float64(c.MaxLimit))
 	eff := int64(math.Round(l.limitF))

@@ -18,7 +18,7 @@ func ExampleDependency_adaptive() {
 			"search": {
 				Tools:      []string{"web_search", "suggest"},
 				Priorities: map[string]throttle.Priority{"suggest": throttle.Low},
-				Adaptive:   &adaptivelimit.Config{MinLimit: 2, MaxLimit: 50, Tolerance: 0.25, UpdateInterval: 500 * time.Millisecond},
+				Adaptive:   &adaptivelimit.Config{MinLimit: 2, MaxLimit: 50, Tolerance: 0.4, UpdateInterval: 500 * time.Millisecond},
 			},
 		},
 		Models: []dependencymap.ModelEndpoint{

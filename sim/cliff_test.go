@@ -11,7 +11,11 @@ import (
 
 func TestCliffRepeatsAndTheAdaptiveLimitKeepsLatencyNearNoLoad(t *testing.T) {
 	t.Parallel()
-	c := sim.Cliff{Before: 30 * time.Second, Peak: time.Minute, After: 10 * time.Second}
+	// The page's scenario (docs/adaptive-concurrency.md). A shorter peak would weigh
+	// its onset more: its first second is admitted under the limit in force before it,
+	// which the base load never used, and on a one-minute peak those calls alone are
+	// more than the 1% of the peak's calls that the p99 leaves out.
+	c := sim.Cliff{}
 	a, err := sim.RunCliff(c)
 	if err != nil {
 		t.Fatal(err)

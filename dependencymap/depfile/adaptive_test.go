@@ -89,7 +89,7 @@ func TestAdaptivePageFileBlockLoads(t *testing.T) {
 	require.NotNil(t, m, "the page has a yaml block")
 	cfg, err := depfile.ParseYAML(m[1])
 	require.NoError(t, err)
-	require.Equal(t, &adaptivelimit.Config{MinLimit: 2, MaxLimit: 50, InitialLimit: 10, Tolerance: 0.25,
+	require.Equal(t, &adaptivelimit.Config{MinLimit: 2, MaxLimit: 50, InitialLimit: 10, Tolerance: 0.4,
 		UpdateInterval: 500 * time.Millisecond, MinSamples: 10, NoLoadInterval: time.Minute}, cfg.Dependencies["search"].Adaptive)
 	require.Equal(t, throttle.Low, cfg.Dependencies["search"].Priorities["suggest"])
 	require.Equal(t, &adaptivelimit.Config{}, cfg.Models[0].Adaptive)

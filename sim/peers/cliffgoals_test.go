@@ -1,6 +1,7 @@
 package peers_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/agentbreaker/agentbreaker/sim"
@@ -26,14 +27,24 @@ func TestCliffGoals(t *testing.T) {
 	if len(goals) != 4 {
 		t.Fatalf("%d goals, want 4", len(goals))
 	}
-	for _, g := range goals {
-		if !g.Met {
+	for i, g := range goals {
+		switch {
+		case i < 3 && !g.Met:
 			t.Errorf("%s: %s, bound %s", g.Text, g.Got, g.Bound)
+		case !g.Met:
+			t.Logf("%s: %s, bound %s: not met", g.Text, g.Got, g.Bound)
 		}
 	}
-	// Across seeds, the latency goals hold on every one; goodput against failsafe-go's
-	// and the incident's goal are logged, not asserted: they do not hold on every seed
-	// (docs/adaptive-concurrency.md says why and prints the table).
+	// The incident's goal cannot hold in general (docs/adaptive-concurrency.md says
+	// why): no guard that does not count its own refusals blocks less before the trip
+	// than the timeouts the policy needs to open. The limit keeps within one hung call
+	// of that least cost.
+	least := math.Ceil(h.Policy.FailureRateThreshold*float64(h.Policy.MinimumCalls)) * h.Incident.Timeout.Seconds()
+	if with, _ := h.Row(sim.HangAdaptive); with.BlockedWorkerSeconds > least+h.Incident.Timeout.Seconds() {
+		t.Errorf("incident: %.1f blocked worker-s before the trip with the limit; want at most %.1f (the timeouts that trip the breaker) plus one hung call", with.BlockedWorkerSeconds, least)
+	}
+	// Across seeds, the cliff's goals hold on every one; the incident's goal is
+	// logged, not asserted.
 	for _, seed := range []uint64{2, 3, 4} {
 		c, err := peers.RunCliff(t, sim.Cliff{Seed: seed})
 		if err != nil {
@@ -49,7 +60,7 @@ func TestCliffGoals(t *testing.T) {
 		}
 		for i, g := range goals {
 			switch {
-			case (i == 1 || i == 2) && !g.Met:
+			case i < 3 && !g.Met:
 				t.Errorf("seed %d: %s: %s, bound %s", seed, g.Text, g.Got, g.Bound)
 			case !g.Met:
 				t.Logf("seed %d: %s: %s, bound %s: not met", seed, g.Text, g.Got, g.Bound)
