@@ -60,6 +60,8 @@ type Limiter struct {
 	limit     atomic.Int64    // the limit in force (held down during a no-load measurement)
 	allowed   [5]atomic.Int64 // Allowed(limit, p) per throttle.Priority (index 0 unused)
 	due       atomic.Int64    // from when the next update may run
+	half      atomic.Int64    // calls in flight at once that put the limit in use: ⌈limit/2⌉ of the unrounded limit
+	inUse     atomic.Bool     // half the limit was in flight at some moment since the last update
 	noLoad    atomic.Int64    // the no-load latency in ns; 0 until measured
 	sampleMin atomic.Int64    // least latency that succeeded since the last update; math.MaxInt64 when none
 	measuring atomic.Bool     // a no-load measurement holds the limit down
@@ -101,8 +103,7 @@ type Limiter struct {
 type slotStripe struct {
 	slots   atomic.Uint64
 	samples atomic.Uint64
-	peak    atomic.Int64 // the most calls in flight on this stripe since the last update
-	_       [40]byte
+	_       [48]byte
 }
 
 const (
@@ -139,6 +140,7 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	l.setLimit(int64(c.InitialLimit))
 	l.limitF = float64(c.InitialLimit)
+	l.half.Store(halfOf(l.limitF))
 	l.sampleMin.Store(math.MaxInt64)
 	// The first call runs an update, which only starts the timeline: times may come
 	// from the limiter's clock or from a caller's (AcquireAt, DoneAt), and the intervals
@@ -254,14 +256,14 @@ func (l *Limiter) acquire(now int64, p throttle.Priority) (Permit, error) {
 	p = p.Norm()
 	i := l.stripeIndex() & (stripe.Count - 1)
 	s := &l.stripes[i]
-	if l.leased.Load() <= l.allowed[p].Load() {
+	if leased := l.leased.Load(); leased <= l.allowed[p].Load() {
 		for {
 			old := s.slots.Load()
 			if old&creditMask == 0 {
 				break
 			}
 			if s.slots.CompareAndSwap(old, old-1+inFlightOne) {
-				return l.admitted(s, i, int64(old>>32)+1, now), nil
+				return l.admitted(i, leased, now), nil
 			}
 			l.contended.Store(true)
 		}
@@ -279,7 +281,8 @@ func (l *Limiter) acquireSlow(now int64, p throttle.Priority, s *slotStripe, i i
 		n := l.leased.Load()
 		if n < allowed {
 			if l.leased.CompareAndSwap(n, n+1) {
-				return l.admitted(s, i, int64(s.slots.Add(inFlightOne)>>32), now), nil
+				s.slots.Add(inFlightOne)
+				return l.admitted(i, n+1, now), nil
 			}
 			continue
 		}
@@ -292,12 +295,28 @@ func (l *Limiter) acquireSlow(now int64, p throttle.Priority, s *slotStripe, i i
 	}
 }
 
-func (l *Limiter) admitted(s *slotStripe, i int, n, now int64) Permit {
-	if pk := s.peak.Load(); n > pk {
-		s.peak.CompareAndSwap(pk, n) // a lost race keeps a peak nearly as high
+// admitted returns the permit of a call admitted on stripe i with leased slots leased.
+// The calls in flight are never more than the slots leased, so only when those reach
+// half the limit can the limit be in use, and only then (once per update) are the
+// stripes summed to see.
+func (l *Limiter) admitted(i int, leased, now int64) Permit {
+	if leased >= l.half.Load() && !l.inUse.Load() {
+		l.noteUse()
 	}
 	return Permit{l: l, start: now, stripe: i}
 }
+
+// noteUse marks the limit in use when half of it is in flight now. The calls in flight
+// rise only by admissions, so checking at each admission once the slots leased allow it
+// sees the moment they reach half, on whichever stripes they are.
+func (l *Limiter) noteUse() {
+	if l.inFlight() >= l.half.Load() {
+		l.inUse.Store(true)
+	}
+}
+
+// halfOf is the calls in flight that put an unrounded limit in use: at least half.
+func halfOf(limit float64) int64 { return int64(math.Ceil(limit / 2)) }
 
 // reclaim takes every stripe's credit back from leased and returns how much it took.
 func (l *Limiter) reclaim() int64 {

@@ -24,9 +24,9 @@ func fixed(t *testing.T, limit int) *Limiter {
 func (l *Limiter) acquireOn(i int, p throttle.Priority) (Permit, error) {
 	now := l.now()
 	s := &l.stripes[i]
-	if l.leased.Load() <= l.allowed[p].Load() {
+	if leased := l.leased.Load(); leased <= l.allowed[p].Load() {
 		if old := s.slots.Load(); old&creditMask > 0 && s.slots.CompareAndSwap(old, old-1+inFlightOne) {
-			return l.admitted(s, i, int64(old>>32)+1, now), nil
+			return l.admitted(i, leased, now), nil
 		}
 	}
 	return l.acquireSlow(now, p, s, i)
@@ -190,5 +190,83 @@ func TestSampleFieldsDrainBeforeOverflow(t *testing.T) {
 	}
 	if got := stripe.Count; got != len(l.stripes) {
 		t.Fatalf("stripes %d, want %d", len(l.stripes), got)
+	}
+}
+
+// "In use" is about calls in flight at one moment, whichever stripes they are on: one
+// call at a time, taken in turns by 32 live goroutines (so on stripes all over), never
+// has half of a limit of 20 in use, and the limit is not raised. Summing each stripe's
+// own peak counted every stripe a call had passed through, and raised it.
+func TestOneCallAtATimeOnManyStripesIsNotInUse(t *testing.T) {
+	l := MustNew(Config{InitialLimit: 20, MinSamples: 5, UpdateInterval: time.Second})
+	type turn struct{ at time.Time }
+	var turns [32]chan turn
+	done := make(chan int)
+	for g := range turns {
+		turns[g] = make(chan turn)
+		go func() {
+			for tn := range turns[g] {
+				p, err := l.AcquireAt(tn.at, throttle.Normal)
+				if err != nil {
+					t.Error(err)
+					done <- -1
+					continue
+				}
+				p.DoneAt(tn.at.Add(40 * time.Millisecond))
+				done <- p.stripe
+			}
+		}()
+	}
+	stripes := map[int]bool{}
+	at := t0
+	for i := range 80 {
+		turns[i%len(turns)] <- turn{at}
+		stripes[<-done] = true
+		at = at.Add(50 * time.Millisecond)
+	}
+	for _, c := range turns {
+		close(c)
+	}
+	if len(stripes) < 10 {
+		t.Skipf("the calls landed on %d stripes; the case needs more than half the limit", len(stripes))
+	}
+	if l.NoLoad() != 40*time.Millisecond || l.Limit() != 20 {
+		t.Errorf("no-load %v, limit %d after one call at a time on %d stripes; want 40ms and 20 (never half in use)", l.NoLoad(), l.Limit(), len(stripes))
+	}
+}
+
+// And the other way: twelve calls in flight at once, each from a goroutine of its own,
+// put half of a limit of 20 in use wherever their stripes are, and a limit whose calls
+// answer at the no-load latency is raised.
+func TestHalfTheLimitInFlightOnManyStripesIsInUse(t *testing.T) {
+	l := MustNew(Config{InitialLimit: 20, MinSamples: 5, UpdateInterval: time.Second})
+	at := t0
+	for range 4 {
+		var wg sync.WaitGroup
+		admitted := make(chan Permit, 12)
+		release := make(chan struct{})
+		for range 12 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p, err := l.AcquireAt(at, throttle.Critical)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				admitted <- p
+				<-release
+				p.DoneAt(at.Add(100 * time.Millisecond))
+			}()
+		}
+		for range 12 {
+			<-admitted
+		}
+		close(release)
+		wg.Wait()
+		at = at.Add(time.Second)
+	}
+	if l.NoLoad() != 100*time.Millisecond || l.Limit() <= 20 {
+		t.Errorf("no-load %v, limit %d; want 100ms and the limit raised above 20", l.NoLoad(), l.Limit())
 	}
 }

@@ -29,14 +29,13 @@ func (l *Limiter) update(now int64, drain bool) {
 	if l.sampleCount() < int64(c.MinSamples) && !overdue && !drain {
 		return // too few samples: keep them for the next update
 	}
-	var sum, n, peak int64
+	var sum, n int64
 	for i := range l.stripes {
-		s := &l.stripes[i]
-		w := s.samples.Swap(0)
+		w := l.stripes[i].samples.Swap(0)
 		n += int64(w >> 40)
 		sum += int64(w&sampleMask) << sampleShift
-		peak += s.peak.Swap(int64(s.slots.Load() >> 32))
 	}
+	used := l.inUse.Load()
 	l.seen = 0
 	least := l.sampleMin.Swap(math.MaxInt64)
 
@@ -71,7 +70,7 @@ func (l *Limiter) update(now int64, drain bool) {
 		// Above the target: the limit falls in proportion (Envoy's gradient,
 		// clamped at halving per update).
 		limit *= max(0.5, target/sample)
-	case float64(peak) >= limit/2:
+	case used:
 		// At or under the target and the limit in use: it rises by up to its square
 		// root (Envoy's headroom), so it grows fast from a small limit and gently from
 		// a large one. The rise is the square root in full at the no-load latency and
@@ -84,6 +83,10 @@ func (l *Limiter) update(now int64, drain bool) {
 	}
 	l.limitF = min(max(limit, float64(c.MinLimit)), float64(c.MaxLimit))
 	eff := int64(math.Round(l.limitF))
+	// In use from here on if half of the new limit is in flight already.
+	l.half.Store(halfOf(l.limitF))
+	l.inUse.Store(false)
+	l.noteUse()
 
 	if !l.measuring.Load() && l.measured && now >= l.refresh {
 		// Measure the no-load latency again under half the limit, which drains the
