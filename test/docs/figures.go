@@ -210,6 +210,7 @@ func init() {
 func init() {
 	const one, two = "docs/bench/2026-12-02-adaptive.txt", "docs/bench/2026-12-02-adaptive-cpu2.txt"
 	figures["bench.adaptive.ratio"] = benchFig("ratio " + one + " AdaptiveLimit/agentbreaker-breaker+limit AdaptiveLimit/agentbreaker-breaker")
+	figures["bench.adaptive.floor_ratio"] = benchFig("ratio " + one + " AdaptiveLimit/floor-breaker+two-atomic-adds AdaptiveLimit/agentbreaker-breaker")
 	figures["bench.adaptive.parallel_one"] = benchFig("median " + one + " AdaptiveLimitParallel/agentbreaker-breaker+limit")
 	figures["bench.adaptive.parallel_two"] = benchFig("median " + two + " AdaptiveLimitParallel/agentbreaker-breaker+limit")
 }
