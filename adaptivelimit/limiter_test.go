@@ -13,6 +13,16 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
+// waves runs count waves of n calls of latency, one every step from at, and returns
+// when the next would start.
+func waves(l *adaptivelimit.Limiter, at time.Time, count int, step time.Duration, n int, latency time.Duration) time.Time {
+	for range count {
+		wave(l, at, n, latency)
+		at = at.Add(step)
+	}
+	return at
+}
+
 // wave starts n calls at at and ends each after latency; refused calls are counted.
 func wave(l *adaptivelimit.Limiter, at time.Time, n int, latency time.Duration) (refused int) {
 	var ps []adaptivelimit.Permit
@@ -309,15 +319,8 @@ func TestEveryTuningFieldChangesTheOutcome(t *testing.T) {
 	limitAfter := func(cfg adaptivelimit.Config) int {
 		cfg.InitialLimit = 20
 		l := adaptivelimit.MustNew(cfg)
-		at := t0
-		for range 3 {
-			wave(l, at, 12, 100*time.Millisecond)
-			at = at.Add(time.Second)
-		}
-		for range 8 {
-			wave(l, at, 12, 140*time.Millisecond)
-			at = at.Add(500 * time.Millisecond)
-		}
+		at := waves(l, t0, 3, time.Second, 12, 100*time.Millisecond)
+		waves(l, at, 8, 500*time.Millisecond, 12, 140*time.Millisecond)
 		return l.Limit()
 	}
 	// At tolerance 0.25 the slow spell is above the target, so the other fields show.
@@ -375,15 +378,8 @@ func TestCallersTimelineWhateverItsDistanceFromTheClock(t *testing.T) {
 	run := func(cfg adaptivelimit.Config, start time.Time) (time.Duration, int) {
 		cfg.InitialLimit, cfg.MinSamples, cfg.UpdateInterval = 20, 5, time.Second
 		l := adaptivelimit.MustNew(cfg)
-		at := start
-		for range 4 {
-			wave(l, at, 10, 100*time.Millisecond)
-			at = at.Add(time.Second)
-		}
-		for range 4 {
-			wave(l, at, 10, 400*time.Millisecond)
-			at = at.Add(time.Second)
-		}
+		at := waves(l, start, 4, time.Second, 10, 100*time.Millisecond)
+		waves(l, at, 4, time.Second, 10, 400*time.Millisecond)
 		return l.NoLoad(), l.Limit()
 	}
 	now := time.Now()
