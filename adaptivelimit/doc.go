@@ -19,12 +19,13 @@
 //
 //   - Every UpdateInterval (once at least MinSamples calls finished since the last
 //     update) the sample is the mean latency of those calls, or, when it is larger,
-//     how long calls have been in flight with none finishing (the stall, read at
-//     each update): a dependency that hangs shows in it long before the first of its
-//     calls times out. With a stall longer than twice the target, the update runs
+//     how long calls are known to have been in flight with none finishing (the
+//     stall, counted from the first update to find them so): a dependency that hangs
+//     shows in it long before the first of its calls times out, and a slow trickle of
+//     calls does not. With a stall longer than twice the target, the update runs
 //     without waiting for samples.
 //   - The target is noLoad × (1 + Tolerance). Above it the limit is multiplied by
-//     target/sample, at least ½. At or below it, and with at least half the limit in
+//     target/sample: at least ½ for a mean, unclamped for a stall. At or below it, and with at least half the limit in
 //     use at some moment since the last update, the limit grows by its square root
 //     times (target − sample)/(target − noLoad), at most 1: the whole root at the
 //     no-load latency, nothing at the target, so that it does not leap past the

@@ -82,14 +82,15 @@ type Limiter struct {
 
 	refused [5]atomic.Uint64 // per throttle.Priority (index 0 unused)
 
-	mu       sync.Mutex // held (TryLock) by the one update running; guards the fields below
-	limitF   float64    // the controller's limit, unrounded
-	started  bool       // an update ran: progress holds a time
-	progress int64      // the last update that saw a call end, or none in flight
-	seen     int64      // the samples held at the last update (0 after they were taken)
-	measured bool       // a no-load latency was measured: refresh holds a time
-	refresh  int64      // when the next no-load measurement starts
-	held     int64      // the limit held while a no-load measurement runs
+	mu        sync.Mutex // held (TryLock) by the one update running; guards the fields below
+	limitF    float64    // the controller's limit, unrounded
+	started   bool       // an update ran: the timeline has begun
+	quiet     bool       // the last check found calls in flight and none ended since the one before
+	quietFrom int64      // that check's time
+	seen      int64      // the samples held at the last update (0 after they were taken)
+	measured  bool       // a no-load latency was measured: refresh holds a time
+	refresh   int64      // when the next no-load measurement starts
+	held      int64      // the limit held while a no-load measurement runs
 }
 
 // slotStripe is one cache line of a limiter's counters. A call writes the stripe it

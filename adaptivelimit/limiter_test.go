@@ -2,6 +2,7 @@ package adaptivelimit_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -439,5 +440,77 @@ func TestRiseShrinksAsLatencyNearsTheTarget(t *testing.T) {
 		if got := after(tc.latency); got != tc.want {
 			t.Errorf("calls at %v: limit %d, want %d", tc.latency, got, tc.want)
 		}
+	}
+}
+
+// A slow trickle of calls is not a stall: two calls a second at random, each answering
+// in 200ms (±10%), often leave an update interval in which no call ends while one is in
+// flight. The stall is what a dependency that hangs shows, so it must count only the
+// time a call is known to have been in flight, not the time since the last call ended:
+// read that way, a call admitted just before a check counted as stalled since the check
+// before, and the limit halved, with nothing slower, down towards its floor.
+func TestSlowTrickleIsNotAStall(t *testing.T) {
+	l := adaptivelimit.MustNew(adaptivelimit.Config{InitialLimit: 20})
+	type event struct {
+		at time.Time
+		p  *adaptivelimit.Permit // nil: an arrival
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var events []event
+	for at := t0; at.Before(t0.Add(5 * time.Minute)); {
+		at = at.Add(time.Duration(rnd.ExpFloat64() / 2 * float64(time.Second)))
+		events = append(events, event{at: at})
+	}
+	latency := func() time.Duration { return time.Duration(float64(200*time.Millisecond) * (0.9 + 0.2*rnd.Float64())) }
+	lowest := l.Limit()
+	for len(events) > 0 {
+		i := 0
+		for j := range events {
+			if events[j].at.Before(events[i].at) {
+				i = j
+			}
+		}
+		e := events[i]
+		events = append(events[:i], events[i+1:]...)
+		if e.p != nil {
+			e.p.DoneAt(e.at)
+			continue
+		}
+		p, err := l.AcquireAt(e.at, throttle.Normal)
+		if err != nil {
+			t.Fatalf("refused at %v with the limit at %d", e.at.Sub(t0), l.Limit())
+		}
+		events = append(events, event{at: e.at.Add(latency()), p: &p})
+		if !l.Measuring() { // a no-load measurement holds the limit at half, by design
+			lowest = min(lowest, l.Limit())
+		}
+	}
+	if nl := l.NoLoad(); nl < 180*time.Millisecond || nl > 200*time.Millisecond {
+		t.Errorf("no-load %v, want the fastest answers' 180ms or so", nl)
+	}
+	if lowest != 20 {
+		t.Errorf("the limit fell to %d during five minutes of a steady trickle; want it at 20 throughout", lowest)
+	}
+}
+
+// A stall cuts the limit in proportion at once: a mean latency falls by half at most per
+// update (a window of a few calls is noisy), but calls known to be in flight for a
+// stall's length with none ending are no noise. No-load 100ms and tolerance 0.4 make a
+// target of 140ms; after a check arms the stall, the next one 500ms later reads it, and
+// a limit of 40 becomes 40 × 140/500, 11, instead of the halving's 20.
+func TestAStallCutsTheLimitInProportion(t *testing.T) {
+	l := adaptivelimit.MustNew(adaptivelimit.Config{InitialLimit: 40, MinSamples: 5, UpdateInterval: 500 * time.Millisecond})
+	at := waves(l, t0, 4, 500*time.Millisecond, 5, 100*time.Millisecond) // 5 of 40: never half in use
+	if l.NoLoad() != 100*time.Millisecond || l.Limit() != 40 {
+		t.Fatalf("after the warm-up: no-load %v, limit %d; want 100ms and 40", l.NoLoad(), l.Limit())
+	}
+	// From now on calls hang; one arrives every 500ms and none ends.
+	for i := range 3 {
+		if _, err := l.AcquireAt(at.Add(time.Duration(i)*500*time.Millisecond), throttle.Normal); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := l.Limit(); got != 11 {
+		t.Errorf("limit %d after a stall of 500ms read at once, want 11 (40 × 140/500)", got)
 	}
 }

@@ -19,7 +19,7 @@ func (l *Limiter) update(now int64, drain bool) {
 	l.due.Store(now + int64(c.UpdateInterval))
 	if !l.started {
 		// The first call: it starts the timeline (see New), nothing to compute yet.
-		l.started, l.progress = true, now
+		l.started = true
 		return
 	}
 	nl := float64(l.noLoad.Load())
@@ -59,17 +59,25 @@ func (l *Limiter) update(now int64, drain bool) {
 	}
 	l.noLoad.Store(int64(nl))
 
-	sample := age
+	sample, stall := age, age > 0
 	if n > 0 {
-		sample = max(sample, float64(sum)/float64(n))
+		if mean := float64(sum) / float64(n); mean >= age {
+			sample, stall = mean, false
+		}
 	}
 	target := nl * tol
 	limit := l.limitF
 	switch {
 	case sample > target:
-		// Above the target: the limit falls in proportion (Envoy's gradient,
-		// clamped at halving per update).
-		limit *= max(0.5, target/sample)
+		// Above the target: the limit falls in proportion (Envoy's gradient). A mean
+		// falls at most by half per update, since a window of a few calls is noisy; a
+		// stall is not clamped: calls known to be in flight that long with none
+		// ending is no noise, and a hang is what the limit must cut fastest.
+		cut := target / sample
+		if !stall {
+			cut = max(0.5, cut)
+		}
+		limit *= cut
 	case used:
 		// At or under the target and the limit in use: it rises by up to its square
 		// root (Envoy's headroom), so it grows fast from a small limit and gently from
@@ -112,16 +120,24 @@ func (l *Limiter) sampleCount() (n int64) {
 	return n
 }
 
-// stalled returns for how long, in ns, calls have been in flight with none ending: the
-// time since the last update that saw a call end (or nothing in flight), 0 while calls
-// end. A dependency that hangs shows in it long before its calls time out, and it costs
-// the admitted path nothing: it is read off the samples' count, at update time, so to
-// within an update interval.
+// stalled returns for how long, in ns, calls are known to have been in flight with none
+// ending, 0 while calls end. It is read at update time off the samples' count, so it
+// costs the admitted path nothing. A check that finds calls in flight and none ended
+// since the check before knows only that they started before it (perhaps just before):
+// the stall counts from that check, and the next that finds the same reads how long.
+// Counting from the last check that saw a call end instead read a slow trickle of
+// calls, where a whole interval often passes with one call in flight and none ending,
+// as a hang. A dependency that hangs shows in it long before its calls time out.
 func (l *Limiter) stalled(now int64) float64 {
-	held := l.sampleCount()
-	if held != l.seen || l.inFlight() == 0 {
-		l.progress = now
-	}
+	held, before := l.sampleCount(), l.seen
 	l.seen = held
-	return float64(now - l.progress)
+	switch {
+	case held != before || l.inFlight() == 0:
+		l.quiet = false // a call ended, or none is in flight: no stall
+		return 0
+	case !l.quiet:
+		l.quiet, l.quietFrom = true, now
+		return 0
+	}
+	return float64(now - l.quietFrom)
 }
