@@ -514,3 +514,57 @@ func TestAStallCutsTheLimitInProportion(t *testing.T) {
 		t.Errorf("limit %d after a stall of 500ms read at once, want 11 (40 × 140/500)", got)
 	}
 }
+
+// PriorityMatters is false exactly while every priority would be admitted: with a limit
+// of 10, until Low's share (6) is in flight; and false again once the calls have ended.
+func TestPriorityMattersFromLowsShare(t *testing.T) {
+	l := adaptivelimit.MustNew(adaptivelimit.Config{Name: "crm", InitialLimit: 10})
+	var ps []adaptivelimit.Permit
+	for i := range 10 {
+		if got, want := l.PriorityMatters(), i >= 6; got != want {
+			t.Fatalf("with %d in flight PriorityMatters() = %v, want %v", i, got, want)
+		}
+		if !l.PriorityMatters() {
+			// The promise a caller skips the lookup on: a Low call is admitted.
+			p, err := l.AcquireAt(t0, throttle.Low)
+			if err != nil {
+				t.Fatalf("PriorityMatters() was false but a low call was refused: %v", err)
+			}
+			ps = append(ps, p)
+			continue
+		}
+		p, err := l.AcquireAt(t0, throttle.Critical)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	if _, err := l.AcquireAt(t0, throttle.Low); err == nil {
+		t.Fatal("a low call was admitted with the limit full")
+	}
+	for _, p := range ps {
+		p.DoneAt(t0.Add(time.Millisecond))
+	}
+	if l.PriorityMatters() {
+		t.Errorf("PriorityMatters() is true with nothing in flight (limit %d)", l.Limit())
+	}
+}
+
+// A limit of one is reached by the slot its stripe keeps free after a call: PriorityMatters
+// counts the calls in flight, not the slots parked, so it stays false between calls.
+func TestPriorityMattersIgnoresParkedSlots(t *testing.T) {
+	l := adaptivelimit.MustNew(adaptivelimit.Config{Name: "crm", InitialLimit: 1, MinLimit: 1})
+	for i := range 3 {
+		if l.PriorityMatters() {
+			t.Fatalf("call %d: PriorityMatters() with nothing in flight", i)
+		}
+		p, err := l.AcquireAt(t0, throttle.Low)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !l.PriorityMatters() {
+			t.Fatalf("call %d: PriorityMatters() false with the limit of one in flight", i)
+		}
+		p.DoneAt(t0.Add(time.Millisecond))
+	}
+}

@@ -24,7 +24,7 @@ func (c *Callbacks) admitLimit(ctx agent.Context, inv *invocation, tool, dep str
 		return adaptivelimit.Permit{}, nil
 	}
 	pr := fromMap.Norm()
-	if l.InFlight() >= adaptivelimit.Allowed(l.Limit(), throttle.Low) {
+	if l.PriorityMatters() {
 		// Only near the limit does the priority decide; the context's and the session's
 		// are looked up then, so that calls with room to spare never pay for it.
 		pr = c.priorityOf(ctx, fromMap)
