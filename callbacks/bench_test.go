@@ -3,6 +3,8 @@ package callbacks_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breakertest"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
@@ -90,45 +93,141 @@ func (b benchInvocation) Done() <-chan struct{}       { return b.Context.Done() 
 func (b benchInvocation) Err() error                  { return b.Context.Err() }
 func (b benchInvocation) Value(k any) any             { return b.Context.Value(k) }
 
-// BenchmarkCallbacksPerCall measures agentbreaker's own work for one tool call in a
-// closed breaker with a bulkhead: before-tool, the tool, after-tool, against the tool
-// alone. Both arms build the tool context as adk-go does for every call.
+// BenchmarkCallbacksPerCall measures agentbreaker's own work for one tool call to a
+// healthy dependency: the before-tool and after-tool callbacks around a call whose
+// result is ready (the tool's own work, argument validation included, is not the
+// plugin's), against building the tool context alone, which adk-go does for every call.
+// The arms guard the call with the breaker alone, with a fixed bulkhead beside it, and
+// with the dependency's adaptive limit beside it (docs/adaptive-concurrency.md compares
+// the last with the first: the closed path as the plugin runs it, limit on and off).
 func BenchmarkCallbacksPerCall(b *testing.B) {
 	lookup, err := newLookup()
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := lookup.(interface {
-		Run(agent.Context, any) (map[string]any, error)
-	}).Run
 	inv := benchInvocation{Context: context.Background()}
 	args := map[string]any{"i": 1}
-	for _, with := range []bool{false, true} {
-		b.Run(fmt.Sprintf("agentbreaker=%v", with), func(b *testing.B) {
+	res := map[string]any{"status": "ok"}
+	for _, arm := range []struct {
+		name     string
+		guarded  bool
+		bulkhead int
+		adaptive *adaptivelimit.Config
+	}{
+		{name: "context-alone"},
+		{name: "breaker", guarded: true},
+		{name: "breaker+bulkhead", guarded: true, bulkhead: 100},
+		{name: "breaker+limit", guarded: true, adaptive: &adaptivelimit.Config{}},
+	} {
+		b.Run(arm.name, func(b *testing.B) {
 			deps := dependencymap.MustNew(dependencymap.Config{
-				Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}},
+				Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}, Adaptive: arm.adaptive}},
 			})
-			cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 100}}})
+			cfg := callbacks.Config{Dependencies: deps}
+			if arm.bulkhead > 0 {
+				cfg.Bulkheads.Limits = map[string]int{"crm": arm.bulkhead}
+			}
+			cb := callbacks.MustNew(cfg)
 			p := cb.Plugin()
 			before, after := p.BeforeToolCallback(), p.AfterToolCallback()
 			b.ReportAllocs()
 			for b.Loop() {
 				ctx := agent.NewToolContext(inv, "", &session.EventActions{}, nil)
-				if with {
+				if arm.guarded {
 					if r, err := before(ctx, lookup, args); r != nil || err != nil {
 						b.Fatal("short-circuited")
 					}
 				}
-				res, err := run(ctx, args)
-				if with {
-					_, _ = after(ctx, lookup, args, res, err)
+				if arm.guarded {
+					_, _ = after(ctx, lookup, args, res, nil)
 				}
 			}
 			if s := cb.Stats(); s.InFlight != 0 {
 				b.Fatalf("left in flight: %+v", s)
 			}
+			if l := deps.Limiter("crm"); (l != nil) != (arm.adaptive != nil) || (l != nil && l.InFlight() != 0) {
+				b.Fatalf("the adaptive limit is not as configured, or holds calls: %v", l)
+			}
 		})
 	}
+}
+
+// BenchmarkCallbacksPerCallAdaptivePaired is BenchmarkCallbacksPerCall's context-alone,
+// breaker and breaker+limit arms run in turns in one loop, blocks of 64 calls each (which
+// arm goes first rotates), so that the machine's drift falls on all three alike: the
+// limit adds tens of nanoseconds to a path of microseconds, less than separate runs
+// drift. It reports each arm's time per call, and work-ratio: the plugin's own work per
+// call (an arm's time less building the context) with the limit on over with it off.
+func BenchmarkCallbacksPerCallAdaptivePaired(b *testing.B) {
+	lookup, err := newLookup()
+	if err != nil {
+		b.Fatal(err)
+	}
+	inv := benchInvocation{Context: context.Background()}
+	args := map[string]any{"i": 1}
+	res := map[string]any{"status": "ok"}
+	newPlugin := func(adaptive *adaptivelimit.Config) *plugin.Plugin {
+		deps := dependencymap.MustNew(dependencymap.Config{
+			Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}, Adaptive: adaptive}},
+		})
+		return callbacks.MustNew(callbacks.Config{Dependencies: deps}).Plugin()
+	}
+	type arm struct {
+		p     *plugin.Plugin // nil: the context alone
+		took  time.Duration
+		calls int
+	}
+	arms := []*arm{{}, {p: newPlugin(nil)}, {p: newPlugin(&adaptivelimit.Config{})}}
+	const block = 64
+	runBlock := func(a *arm) {
+		if a.p == nil {
+			start := time.Now()
+			for range block {
+				_ = agent.NewToolContext(inv, "", &session.EventActions{}, nil)
+			}
+			a.took += time.Since(start)
+			a.calls += block
+			return
+		}
+		before, after := a.p.BeforeToolCallback(), a.p.AfterToolCallback()
+		start := time.Now()
+		for range block {
+			ctx := agent.NewToolContext(inv, "", &session.EventActions{}, nil)
+			{
+				if r, err := before(ctx, lookup, args); r != nil || err != nil {
+					b.Fatal("short-circuited")
+				}
+				_, _ = after(ctx, lookup, args, res, nil)
+			}
+		}
+		a.took += time.Since(start)
+		a.calls += block
+	}
+	for _, a := range arms { // warm each: caches, the coarse clock
+		runBlock(a)
+		a.took, a.calls = 0, 0
+	}
+	// Collections would land on whichever block allocates when one is due, each costing
+	// more than a block: as in pairedturns, the collector is off in the loop and runs
+	// between blocks, untimed.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i%64 == 0 {
+			runtime.GC()
+		}
+		for j := range arms {
+			runBlock(arms[(i+j)%len(arms)])
+		}
+		i++
+	}
+	perCall := func(a *arm) float64 { return float64(a.took.Nanoseconds()) / float64(max(a.calls, 1)) }
+	ctxOnly, breaker, limit := perCall(arms[0]), perCall(arms[1]), perCall(arms[2])
+	b.ReportMetric(ctxOnly, "ns/call-context")
+	b.ReportMetric(breaker, "ns/call-breaker")
+	b.ReportMetric(limit, "ns/call-breaker+limit")
+	b.ReportMetric((limit-ctxOnly)/(breaker-ctxOnly), "work-ratio")
 }
 
 // TestToolCallAllocOverhead holds the plugin to its allocation budget (issue 12j): one
