@@ -208,11 +208,15 @@ func init() {
 
 // The adaptive limit's cost (docs/adaptive-concurrency.md): one file per GOMAXPROCS.
 func init() {
-	const one, two = "docs/bench/2026-12-02-adaptive.txt", "docs/bench/2026-12-02-adaptive-cpu2.txt"
+	const one, two = "docs/bench/2026-12-03-adaptive.txt", "docs/bench/2026-12-03-adaptive-cpu2.txt"
 	figures["bench.adaptive.ratio"] = benchFig("ratio " + one + " AdaptiveLimit/agentbreaker-breaker+limit AdaptiveLimit/agentbreaker-breaker")
 	figures["bench.adaptive.floor_ratio"] = benchFig("ratio " + one + " AdaptiveLimit/floor-breaker+two-atomic-adds AdaptiveLimit/agentbreaker-breaker")
 	figures["bench.adaptive.parallel_one"] = benchFig("median " + one + " AdaptiveLimitParallel/agentbreaker-breaker+limit")
 	figures["bench.adaptive.parallel_two"] = benchFig("median " + two + " AdaptiveLimitParallel/agentbreaker-breaker+limit")
+	figures["bench.adaptive.plugin_work_ratio"] = benchFig("median -unit work-ratio " + one + " CallbacksPerCallAdaptivePaired")
+	figures["bench.adaptive.plugin_breaker"] = benchFig("median -unit ns/call-breaker " + one + " CallbacksPerCallAdaptivePaired")
+	figures["bench.adaptive.plugin_limit"] = benchFig("median -unit ns/call-breaker+limit " + one + " CallbacksPerCallAdaptivePaired")
+	figures["bench.adaptive.plugin_context"] = benchFig("median -unit ns/call-context " + one + " CallbacksPerCallAdaptivePaired")
 }
 
 func init() {
