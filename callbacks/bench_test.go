@@ -93,21 +93,64 @@ func (b benchInvocation) Done() <-chan struct{}       { return b.Context.Done() 
 func (b benchInvocation) Err() error                  { return b.Context.Err() }
 func (b benchInvocation) Value(k any) any             { return b.Context.Value(k) }
 
+// perCall is one tool call as BenchmarkCallbacksPerCall makes it: the tool context
+// adk-go builds for every call, then (with a plugin) the before-tool and after-tool
+// callbacks around a result that is ready.
+type perCall struct {
+	lookup    tool.Tool
+	inv       benchInvocation
+	args, res map[string]any
+}
+
+func newPerCall(b *testing.B) *perCall {
+	lookup, err := newLookup()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &perCall{lookup: lookup, inv: benchInvocation{Context: context.Background()},
+		args: map[string]any{"i": 1}, res: map[string]any{"status": "ok"}}
+}
+
+// run makes n calls through p's callbacks, or builds n contexts alone when p is nil.
+func (c *perCall) run(b *testing.B, p *plugin.Plugin, n int) {
+	if p == nil {
+		for range n {
+			_ = agent.NewToolContext(c.inv, "", &session.EventActions{}, nil)
+		}
+		return
+	}
+	before, after := p.BeforeToolCallback(), p.AfterToolCallback()
+	for range n {
+		ctx := agent.NewToolContext(c.inv, "", &session.EventActions{}, nil)
+		if r, err := before(ctx, c.lookup, c.args); r != nil || err != nil {
+			b.Fatal("short-circuited")
+		}
+		_, _ = after(ctx, c.lookup, c.args, c.res, nil)
+	}
+}
+
+// perCallPlugin is the plugin over one dependency, crm, with the given adaptive limit
+// (nil: none) and fixed bulkhead (0: none).
+func perCallPlugin(adaptive *adaptivelimit.Config, bulkhead int) (*callbacks.Callbacks, *dependencymap.Map) {
+	deps := dependencymap.MustNew(dependencymap.Config{
+		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}, Adaptive: adaptive}},
+	})
+	cfg := callbacks.Config{Dependencies: deps}
+	if bulkhead > 0 {
+		cfg.Bulkheads.Limits = map[string]int{"crm": bulkhead}
+	}
+	return callbacks.MustNew(cfg), deps
+}
+
 // BenchmarkCallbacksPerCall measures agentbreaker's own work for one tool call to a
 // healthy dependency: the before-tool and after-tool callbacks around a call whose
 // result is ready (the tool's own work, argument validation included, is not the
 // plugin's), against building the tool context alone, which adk-go does for every call.
 // The arms guard the call with the breaker alone, with a fixed bulkhead beside it, and
-// with the dependency's adaptive limit beside it (docs/adaptive-concurrency.md compares
-// the last with the first: the closed path as the plugin runs it, limit on and off).
+// with the dependency's adaptive limit beside it (BenchmarkCallbacksPerCallAdaptivePaired
+// compares the last with the first in turns).
 func BenchmarkCallbacksPerCall(b *testing.B) {
-	lookup, err := newLookup()
-	if err != nil {
-		b.Fatal(err)
-	}
-	inv := benchInvocation{Context: context.Background()}
-	args := map[string]any{"i": 1}
-	res := map[string]any{"status": "ok"}
+	c := newPerCall(b)
 	for _, arm := range []struct {
 		name     string
 		guarded  bool
@@ -120,27 +163,14 @@ func BenchmarkCallbacksPerCall(b *testing.B) {
 		{name: "breaker+limit", guarded: true, adaptive: &adaptivelimit.Config{}},
 	} {
 		b.Run(arm.name, func(b *testing.B) {
-			deps := dependencymap.MustNew(dependencymap.Config{
-				Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}, Adaptive: arm.adaptive}},
-			})
-			cfg := callbacks.Config{Dependencies: deps}
-			if arm.bulkhead > 0 {
-				cfg.Bulkheads.Limits = map[string]int{"crm": arm.bulkhead}
+			cb, deps := perCallPlugin(arm.adaptive, arm.bulkhead)
+			var p *plugin.Plugin
+			if arm.guarded {
+				p = cb.Plugin()
 			}
-			cb := callbacks.MustNew(cfg)
-			p := cb.Plugin()
-			before, after := p.BeforeToolCallback(), p.AfterToolCallback()
 			b.ReportAllocs()
 			for b.Loop() {
-				ctx := agent.NewToolContext(inv, "", &session.EventActions{}, nil)
-				if arm.guarded {
-					if r, err := before(ctx, lookup, args); r != nil || err != nil {
-						b.Fatal("short-circuited")
-					}
-				}
-				if arm.guarded {
-					_, _ = after(ctx, lookup, args, res, nil)
-				}
+				c.run(b, p, 1)
 			}
 			if s := cb.Stats(); s.InFlight != 0 {
 				b.Fatalf("left in flight: %+v", s)
@@ -159,47 +189,19 @@ func BenchmarkCallbacksPerCall(b *testing.B) {
 // drift. It reports each arm's time per call, and work-ratio: the plugin's own work per
 // call (an arm's time less building the context) with the limit on over with it off.
 func BenchmarkCallbacksPerCallAdaptivePaired(b *testing.B) {
-	lookup, err := newLookup()
-	if err != nil {
-		b.Fatal(err)
-	}
-	inv := benchInvocation{Context: context.Background()}
-	args := map[string]any{"i": 1}
-	res := map[string]any{"status": "ok"}
-	newPlugin := func(adaptive *adaptivelimit.Config) *plugin.Plugin {
-		deps := dependencymap.MustNew(dependencymap.Config{
-			Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}, Adaptive: adaptive}},
-		})
-		return callbacks.MustNew(callbacks.Config{Dependencies: deps}).Plugin()
-	}
+	c := newPerCall(b)
 	type arm struct {
 		p     *plugin.Plugin // nil: the context alone
 		took  time.Duration
 		calls int
 	}
-	arms := []*arm{{}, {p: newPlugin(nil)}, {p: newPlugin(&adaptivelimit.Config{})}}
+	breakerOnly, _ := perCallPlugin(nil, 0)
+	withLimit, _ := perCallPlugin(&adaptivelimit.Config{}, 0)
+	arms := []*arm{{}, {p: breakerOnly.Plugin()}, {p: withLimit.Plugin()}}
 	const block = 64
 	runBlock := func(a *arm) {
-		if a.p == nil {
-			start := time.Now()
-			for range block {
-				_ = agent.NewToolContext(inv, "", &session.EventActions{}, nil)
-			}
-			a.took += time.Since(start)
-			a.calls += block
-			return
-		}
-		before, after := a.p.BeforeToolCallback(), a.p.AfterToolCallback()
 		start := time.Now()
-		for range block {
-			ctx := agent.NewToolContext(inv, "", &session.EventActions{}, nil)
-			{
-				if r, err := before(ctx, lookup, args); r != nil || err != nil {
-					b.Fatal("short-circuited")
-				}
-				_, _ = after(ctx, lookup, args, res, nil)
-			}
-		}
+		c.run(b, a.p, block)
 		a.took += time.Since(start)
 		a.calls += block
 	}
@@ -212,15 +214,13 @@ func BenchmarkCallbacksPerCallAdaptivePaired(b *testing.B) {
 	// between blocks, untimed.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
+	for i := 0; b.Loop(); i++ {
 		if i%64 == 0 {
 			runtime.GC()
 		}
 		for j := range arms {
 			runBlock(arms[(i+j)%len(arms)])
 		}
-		i++
 	}
 	perCall := func(a *arm) float64 { return float64(a.took.Nanoseconds()) / float64(max(a.calls, 1)) }
 	ctxOnly, breaker, limit := perCall(arms[0]), perCall(arms[1]), perCall(arms[2])
