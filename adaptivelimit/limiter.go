@@ -200,10 +200,13 @@ func (l *Limiter) inFlight() (n int64) {
 // PriorityMatters reports whether a call's priority may decide its admission now: the
 // calls in flight have reached the lowest priority's share of the limit. While it is
 // false every call is admitted whatever its priority, so a caller whose priority costs
-// something to look up can skip it. It reads one word while the slots leased (the calls
-// in flight and the free slots parked on stripes, never fewer than the calls in flight)
-// are under that share, and sums the stripes only when they are not: a small limit is
-// reached by parked slots alone, and a lookup on every call would be paid for nothing.
+// something to look up can skip it. Like InFlight it is a reading: calls admitted
+// between it and the caller's Acquire can make the priority decide after all, and the
+// call is then judged at the priority the caller passed. It reads one word while the
+// slots leased (the calls in flight and the free slots parked on stripes, never fewer
+// than the calls in flight) are under that share, and sums the stripes only when they
+// are not: a small limit is reached by parked slots alone, and a lookup on every call
+// would be paid for nothing.
 func (l *Limiter) PriorityMatters() bool {
 	low := l.allowed[throttle.Low].Load()
 	return l.leased.Load() >= low && l.inFlight() >= low
