@@ -15,6 +15,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/bulkhead"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
@@ -85,9 +86,8 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			return nil, nil // exempt in the dependency map
 		}
 		dep := b.Name()
-		if p := c.held(ctx, inv, name, dep, b, args); p != nil {
-			noteInner(inv, dep, &innerFailure{dep: dep, class: classify.ClassBreakerOpen})
-			return p, nil // the dependency asked for a delay that has not passed
+		if r, held := c.path.Held(dep, b); held {
+			return c.shortCircuit(ctx, inv, name, dep, b, r, args), nil // the dependency asked for a delay that has not passed
 		}
 		var permit breaker.Permit
 		st, isAgentTool := t.(*scopedTool)
@@ -115,7 +115,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			if p := c.queue(ctx, inv, name, dep, b, args); p != nil {
 				return p, nil
 			}
-			return c.shortCircuit(ctx, inv, name, dep, b, err, args), nil
+			return c.shortCircuit(ctx, inv, name, dep, b, c.path.OpenRefusal(dep, b, err), args), nil
 		}
 		if c.spans != nil && b.State() != before {
 			// This admission moved the breaker (its cooldown was over: it is half-open
@@ -199,39 +199,27 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 	}
 }
 
-// shortCircuit answers a call refused by an open breaker.
-func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, openErr error, args map[string]any) map[string]any {
-	d := inv.tracker.ShortCircuit(dep)
+// shortCircuit answers a call the path refused: an open breaker, or a delay the
+// dependency stated that has not passed.
+func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, r callpath.Refusal, args map[string]any) map[string]any {
+	cl := &callpath.Call{Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id, Breaker: b}
+	told := c.path.Refuse(ctx, cl, r)
 	in := c.payloadInfo(ctx, tool, dep, args)
-	state := b.State()
-	var oe *breaker.OpenError
-	if errors.As(openErr, &oe) {
-		in.RetryAfter = oe.RetryAfter()
-		state = oe.State // the state that refused the call, which b.State() may have left already
-	}
-	if state == breaker.ForcedOpen {
+	in.RetryAfter = r.RetryAfter
+	switch {
+	case r.Control == callpath.Held:
+		in.Class = r.Class
+		_ = ctx.State().Set(c.guard.StateKey(dep), told.Count) // a mirror for visibility; the count lives in the tracker
+	case r.State == breaker.ForcedOpen:
 		// An operator took the dependency out of service: citing its last failure
 		// would tell the model something that is not why it is refused.
 		in.Class = classify.ClassBreakerOpen
 	}
 	// A tool the loop guard hid was not offered to the model: calling it anyway earns
 	// the firm payload at once.
-	in.Firm, in.ShortCircuits = d.Firm || inv.tracker.Hidden(dep), d.Count
-	p := payloads.Unavailable(in)
+	in.Firm, in.ShortCircuits = told.Firm || inv.tracker.Hidden(dep), told.Count
 	noteInner(inv, dep, &innerFailure{dep: dep, class: classify.ClassBreakerOpen})
-	at := c.timeOf(c.nanos())
-	e := Event{Kind: EventShortCircuit, At: at, Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
-		Outcome: classify.FailedBeforeSend, Class: classify.ClassBreakerOpen, Verdict: classify.Neutral,
-		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
-	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: breaker open; call short-circuited")
-	if c.obs != nil {
-		c.observeShortCircuit(ctx, dep, tool, e.CallID, state, in.RetryAfter)
-	}
-	if d.FirstFirm {
-		e.Kind = EventLoopGuardFirm
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling an unavailable tool; payload is now firm")
-	}
-	return p
+	return payloads.Unavailable(in)
 }
 
 // busy answers a call refused by a full bulkhead.
@@ -335,8 +323,8 @@ func (c *Callbacks) unadmittedError(ctx agent.Context, inv *invocation, l layer,
 		if dep, ok := c.deps.DependencyOf(name); ok && inv.tracker.Hidden(dep) {
 			d := inv.tracker.ShortCircuit(dep)
 			in := payloads.Info{Dependency: dep, Tool: name, Firm: true, ShortCircuits: d.Count, Alternatives: c.alternatives(name)}
-			if v, ok := c.lastClass.Load(dep); ok {
-				in.Class = v.(classify.Class)
+			if class, ok := c.path.Failed(dep); ok {
+				in.Class = class
 			}
 			e := Event{Kind: EventShortCircuit, At: c.timeOf(c.nanos()), Dependency: dep, Tool: name, CallID: ctx.FunctionCallID(),
 				InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBreakerOpen, Verdict: classify.Neutral,
@@ -447,29 +435,13 @@ func isReflectAndRetry(result map[string]any) bool {
 // fingerprint (and the opt-in excerpt).
 func inBandText(result map[string]any) string { return classify.FailureText(result) }
 
-// verdicts maps the classification's verdict to the breaker's.
-var verdicts = [...]breaker.Verdict{
-	classify.Healthy: breaker.Success,
-	classify.Counts:  breaker.Failure,
-	classify.Neutral: breaker.Ignore,
-}
-
-// report turns a classification into the breaker's report.
-func report(cls classify.Classification) breaker.Report {
-	v := breaker.Ignore
-	if int(cls.Verdict) < len(verdicts) && verdicts[cls.Verdict] != 0 {
-		v = verdicts[cls.Verdict]
-	}
-	return breaker.Report{Verdict: v, RetryAfter: cls.RetryAfter}
-}
-
 // settle reports a call's outcome to its breaker, gives back its bulkhead slot and
 // tells the hook, the log and, when sent says the call reached (or may have reached)
 // its tool, the Observer. The caller has removed cl from its invocation, which makes
 // this the one release of the call. kind 0 reports nothing.
 func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind, sent bool) {
 	probe := cl.permit.IsProbe() // read before Report, which spends the permit
-	r := report(cls)
+	r := cls.BreakerReport()
 	if cl.transparent {
 		r = breaker.Report{Verdict: breaker.Ignore} // its inner calls have reported
 	} else if sent && cls.Verdict == classify.Counts {
@@ -500,7 +472,7 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 		// transition belongs on this call's execute_tool span.
 		c.observeTransition(cl.ctx, cl.dep, cl.tool)
 	}
-	c.noteHold(cl, cls)
+	c.path.Note(cl.dep, cl.breaker, cls)
 	if cl.attempt != nil {
 		c.finishAttempt(ctx, inv, cl, cls, sent)
 	}
@@ -509,42 +481,16 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 		cl.bulk.Release()
 	}
 	c.inFlight.Add(-1)
-	if cls.Verdict == classify.Counts {
-		c.lastClass.Store(cl.dep, cls.Class)
-	}
 	if cls.ConfigFault {
 		c.noteConfigFault(ctx, inv, cl, cls)
 	}
 	if kind == 0 {
 		return
 	}
-	level, msg := slog.LevelDebug, "agentbreaker: tool call finished"
-	switch {
-	case kind == EventOrphanReleased:
-		level, msg = slog.LevelWarn, "agentbreaker: call released without its after-callback"
-	case kind == EventMisordered:
-		level, msg = slog.LevelWarn, "agentbreaker: a plugin registered before agentbreaker hid a tool error; register agentbreaker first"
-	case cls.Verdict == classify.Counts:
-		level, msg = slog.LevelInfo, "agentbreaker: tool call failed"
-	}
-	if c.onEvent == nil && !(sent && c.obs != nil) && !c.log.Enabled(ctx, level) {
-		return // nobody reads the record: a healthy call with no hook, observer or debug log
-	}
-	now := c.nanos()
-	e := Event{Kind: kind, At: c.timeOf(now), Dependency: cl.dep, Tool: cl.tool, CallID: cl.ctx.FunctionCallID(), InvocationID: inv.id,
-		Outcome: cls.Outcome, Class: cls.Class, Verdict: cls.Verdict, BreakerState: cl.breaker.State(),
-		PolicyVersion: cl.breaker.Policy().Version, Elapsed: time.Duration(max(now-cl.start, 0)), StatusCode: cls.StatusCode}
-	if text != "" {
-		e.Upstream = c.cfg.Guidance.Redaction.Redactor.Fingerprint(text)
-	}
-	if text != "" {
-		c.emit(ctx, e, level, msg, c.upstreamAttr(text))
-	} else {
-		c.emit(ctx, e, level, msg)
-	}
-	if sent && c.obs != nil {
-		// The call's own tool context, even when settled from the end of the run: it
-		// carries the call's IDs and its execute_tool span.
-		c.observeCall(cl.ctx, cl, e.CallID, cls, e.Elapsed, probe)
-	}
+	// The call's own tool context, even when settled from the end of the run: it
+	// carries the call's IDs and its execute_tool span.
+	c.outcome(ctx, outcomeRecord{
+		obsCtx: cl.ctx, kind: kind, dep: cl.dep, tool: cl.tool, callID: cl.ctx.FunctionCallID(), invocation: inv.id, cls: cls,
+		breaker: cl.breaker, elapsed: time.Duration(max(c.nanos()-cl.start, 0)), text: text, sent: sent, probe: probe,
+	})
 }
