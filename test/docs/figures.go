@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 // figure is how one inline figure is computed: the command that prints it and what to

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 // partialFigure is one cell of a partial-outage table that `agentbreaker simulate
