@@ -17,8 +17,25 @@ import (
 // requests in a2aguard).
 type pathSink struct{ c *Callbacks }
 
-// Refused reports a call the path answered without sending: one short-circuit Event
-// and record, the Observer's short-circuit, and the loop guard's count for the
+// refusalWords are the records of one kind of refusal: the message, and the message
+// of the firm Event once the model keeps calling.
+var refusalWords = [...]struct{ msg, firm string }{
+	callpath.Open: {"agentbreaker: breaker open; call short-circuited",
+		"agentbreaker: model keeps calling an unavailable tool; payload is now firm"},
+	callpath.Held: {"agentbreaker: the dependency asked for a delay; call answered locally until it passes",
+		"agentbreaker: model keeps calling a tool whose dependency asked for a delay; payload is now firm"},
+	callpath.Shed: {"agentbreaker: dependency partly overloaded; call shed by its throttle",
+		"agentbreaker: model keeps calling a partly overloaded tool; payload is now firm"},
+	callpath.Limited: {"agentbreaker: adaptive concurrency limit reached; call refused, not counted",
+		"agentbreaker: model keeps calling a tool at its concurrency limit; payload is now firm"},
+	callpath.Full: {"agentbreaker: bulkhead full of quick calls; call rejected, not counted",
+		"agentbreaker: model keeps calling a saturated tool; payload is now firm"},
+	callpath.Stopped: {"agentbreaker: retry refused; call answered without running the tool",
+		"agentbreaker: model keeps repeating a refused call; payload is now firm"},
+}
+
+// Refused reports a call the path answered without sending: one Event and record of
+// the refusing stage's kind, the Observer's, and the loop guard's count for the
 // invocation (with its firm Event the first time).
 func (s pathSink) Refused(ctx context.Context, cl *callpath.Call, r callpath.Refusal) callpath.Told {
 	c := s.c
@@ -32,27 +49,77 @@ func (s pathSink) Refused(ctx context.Context, cl *callpath.Call, r callpath.Ref
 		d := inv.tracker.ShortCircuit(cl.Dependency)
 		told, firstFirm = callpath.Told{Count: d.Count, Firm: d.Firm}, d.FirstFirm
 	}
-	e := Event{Kind: EventShortCircuit, At: c.timeOf(c.nanos()), Dependency: cl.Dependency, Tool: cl.Tool, CallID: cl.CallID,
-		InvocationID: cl.InvocationID, Outcome: classify.FailedBeforeSend, Class: classify.ClassBreakerOpen, Verdict: classify.Neutral,
-		BreakerState: r.State, PolicyVersion: cl.Breaker.Policy().Version, ShortCircuits: told.Count}
-	msg, firm := "agentbreaker: breaker open; call short-circuited",
-		"agentbreaker: model keeps calling an unavailable tool; payload is now firm"
+	e := refusalEvent(cl, r, told.Count)
+	e.At = c.timeOf(c.nanos())
+	words := refusalWords[r.Control]
+	level, msg := slog.LevelInfo, words.msg
 	var extra []slog.Attr
-	if r.Control == callpath.Held {
-		e.Class = r.Class
-		msg, firm = "agentbreaker: the dependency asked for a delay; call answered locally until it passes",
-			"agentbreaker: model keeps calling a tool whose dependency asked for a delay; payload is now firm"
+	switch r.Control {
+	case callpath.Held:
 		extra = []slog.Attr{slog.Duration("retry_after", r.RetryAfter)}
+	case callpath.Shed:
+		extra = []slog.Attr{slog.String("priority", r.Priority.String())}
+	case callpath.Limited:
+		extra = []slog.Attr{slog.String("priority", r.Priority.String()), slog.Int("limit", r.Limit)}
+	case callpath.Full:
+		if r.Counts {
+			level, msg = slog.LevelWarn, "agentbreaker: bulkhead full of slow calls; call rejected and counted as a failure"
+		}
+	case callpath.Stopped:
+		extra = []slog.Attr{slog.String("retry_reason", string(r.Reason)), slog.Int("attempts", r.Attempts)}
 	}
-	c.emit(ctx, e, slog.LevelInfo, msg, extra...)
-	if c.obs != nil {
-		c.observeShortCircuit(ctx, cl.Dependency, cl.Tool, cl.CallID, r.State, r.RetryAfter)
+	c.emit(ctx, e, level, msg, extra...)
+	c.observeRefusal(ctx, cl, r)
+	if r.Control == callpath.Full && r.Sustained && r.State == breaker.Closed {
+		e.Kind = EventBulkheadSaturated
+		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead rejections are sustained while the breaker is closed")
 	}
 	if firstFirm {
 		e.Kind = EventLoopGuardFirm
-		c.emit(ctx, e, slog.LevelWarn, firm)
+		c.emit(ctx, e, slog.LevelWarn, words.firm)
 	}
 	return told
+}
+
+// refusalEvent is the Event of a refusal, without its time.
+func refusalEvent(cl *callpath.Call, r callpath.Refusal, count int) Event {
+	e := Event{Kind: EventShortCircuit, Dependency: cl.Dependency, Tool: cl.Tool, CallID: cl.CallID, InvocationID: cl.InvocationID,
+		Outcome: classify.FailedBeforeSend, Class: r.Class, Verdict: classify.Neutral, BreakerState: r.State,
+		PolicyVersion: cl.Breaker.Policy().Version, ShortCircuits: count}
+	switch r.Control {
+	case callpath.Open:
+		e.Class = classify.ClassBreakerOpen
+	case callpath.Shed:
+		e.Kind, e.Priority = EventShed, r.Priority
+	case callpath.Limited:
+		e.Kind, e.Class, e.Priority = EventBulkheadRejected, classify.ClassBulkheadFull, r.Priority
+	case callpath.Full:
+		e.Kind, e.Class = EventBulkheadRejected, classify.ClassBulkheadFull
+		if r.Counts {
+			e.Verdict = classify.Counts
+		}
+	case callpath.Stopped:
+		e.Kind, e.RetryReason = EventRetryRefused, r.Reason
+	}
+	return e
+}
+
+// observeRefusal tells the Observer of a refusal, by the stage that made it.
+func (c *Callbacks) observeRefusal(ctx context.Context, cl *callpath.Call, r callpath.Refusal) {
+	switch r.Control {
+	case callpath.Open, callpath.Held:
+		if c.obs != nil {
+			c.observeShortCircuit(ctx, cl.Dependency, cl.Tool, cl.CallID, r.State, r.RetryAfter)
+		}
+	case callpath.Shed:
+		if c.spans != nil {
+			c.observeShed(ctx, cl.Dependency, cl.Tool, cl.CallID, r.Priority.String())
+		}
+	case callpath.Limited, callpath.Full:
+		if c.obs != nil {
+			c.observeBulkheadRejected(ctx, cl.Dependency, cl.Tool, cl.CallID)
+		}
+	}
 }
 
 // Settled reports a call that was sent: one outcome Event and record, and the

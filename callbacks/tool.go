@@ -202,8 +202,7 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 // shortCircuit answers a call the path refused: an open breaker, or a delay the
 // dependency stated that has not passed.
 func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, r callpath.Refusal, args map[string]any) map[string]any {
-	cl := &callpath.Call{Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id, Breaker: b}
-	told := c.path.Refuse(ctx, cl, r)
+	told := c.refuse(ctx, inv, tool, dep, b, r)
 	in := c.payloadInfo(ctx, tool, dep, args)
 	in.RetryAfter = r.RetryAfter
 	switch {
@@ -224,34 +223,18 @@ func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep s
 
 // busy answers a call refused by a full bulkhead.
 func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, full error, args map[string]any, counts bool) map[string]any {
-	d := inv.tracker.ShortCircuit(dep)
+	fe, ok := errors.AsType[*bulkhead.FullError](full)
+	told := c.refuse(ctx, inv, tool, dep, b, callpath.Refusal{Control: callpath.Full, State: b.State(), Counts: counts, Sustained: ok && fe.Sustained})
 	in := c.payloadInfo(ctx, tool, dep, args)
 	in.Class = classify.ClassBulkheadFull
-	in.Firm, in.ShortCircuits = d.Firm, d.Count
-	p := payloads.Busy(in)
-	state := b.State()
-	e := Event{Kind: EventBulkheadRejected, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(),
-		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull, Verdict: classify.Neutral,
-		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
-	if counts {
-		e.Verdict = classify.Counts
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead full of slow calls; call rejected and counted as a failure")
-	} else {
-		c.emit(ctx, e, slog.LevelInfo, "agentbreaker: bulkhead full of quick calls; call rejected, not counted")
-	}
-	if c.obs != nil {
-		c.observeBulkheadRejected(ctx, dep, tool, e.CallID)
-	}
-	var fe *bulkhead.FullError
-	if errors.As(full, &fe) && fe.Sustained && state == breaker.Closed {
-		e.Kind = EventBulkheadSaturated
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead rejections are sustained while the breaker is closed")
-	}
-	if d.FirstFirm {
-		e.Kind = EventLoopGuardFirm
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling a saturated tool; payload is now firm")
-	}
-	return p
+	in.Firm, in.ShortCircuits = told.Firm, told.Count
+	return payloads.Busy(in)
+}
+
+// refuse tells the call path of a tool call it refused, and returns what the sink
+// made of it (the invocation's count, and whether the answer is firm).
+func (c *Callbacks) refuse(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, r callpath.Refusal) callpath.Told {
+	return c.path.Refuse(ctx, &callpath.Call{Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id, Breaker: b}, r)
 }
 
 func (c *Callbacks) markDispatched(ctx agent.Context, _ tool.Tool, _ map[string]any) (map[string]any, error) {

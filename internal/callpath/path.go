@@ -8,6 +8,8 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // Control names the stage that refused a call.
@@ -19,6 +21,16 @@ const (
 	// Open: the breaker did not admit the call (open, forced open, or half-open with
 	// its probe out).
 	Open
+	// Shed: the dependency's throttle held the call back while the dependency is
+	// partly overloaded (its breaker closed).
+	Shed
+	// Limited: the call is over the dependency's adaptive concurrency limit for its
+	// priority.
+	Limited
+	// Full: the dependency's bulkhead had no free slot.
+	Full
+	// Stopped: the retry orchestrator refused the call's operation another attempt.
+	Stopped
 )
 
 // Refusal is a stage's answer for a call it did not admit. The call was never sent.
@@ -32,6 +44,16 @@ type Refusal struct {
 	State breaker.State
 	// RetryAfter is when the call could be admitted again, when known.
 	RetryAfter time.Duration
+	// Priority is the call's priority, for Shed and Limited.
+	Priority throttle.Priority
+	// Counts says the refusal counted against the breaker (a bulkhead full of slow
+	// calls); Sustained, that the bulkhead's rejections are sustained.
+	Counts, Sustained bool
+	// Limit is the adaptive limit that refused the call, for Limited.
+	Limit int
+	// Reason and Attempts say why the retry orchestrator stopped, for Stopped.
+	Reason   retry.Reason
+	Attempts int
 }
 
 // Call is one call on the path: what the hop says of it, and the ticket it carries
