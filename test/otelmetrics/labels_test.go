@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -125,6 +126,10 @@ func TestBidiCharactersNeverReachALabel(t *testing.T) {
 			Class: classify.Class(hostile["error_class"])})
 		o.Failover(ctx, observe.Failover{From: hostile["route"], To: "pro@b", Cause: hostile["error_class"]})
 	}
+	// A fleet source's sync-error classes are labels too; two that clean to the same
+	// label are one series.
+	b.tel.WatchFleet(hostileFleet{})
+	b.otel.m.WatchFleet(hostileFleet{})
 	for name, g := range map[string]prometheus.Gatherer{"prometheus": b.prom, "opentelemetry": b.otel.reg} {
 		t.Run(name, func(t *testing.T) {
 			fams := scrapeHTTP(t, g)
@@ -144,7 +149,22 @@ func TestBidiCharactersNeverReachALabel(t *testing.T) {
 			require.Contains(t, labelValues(t, fams, "agentbreaker_calls_total", "dependency"), "crm\uFFFD")
 			require.Contains(t, labelValues(t, fams, "agentbreaker_calls_total", "error_class"), "refused\uFFFD\uFFFD_here")
 			require.Contains(t, labelValues(t, fams, "agentbreaker_model_failovers_total", "from"), "pro\uFFFD@a")
+			require.Equal(t, []string{"redis\uFFFDdown"}, labelValues(t, fams, "agentbreaker_fleet_sync_errors_total", "error"))
 			require.NotEmpty(t, values)
 		})
+	}
+}
+
+// hostileFleet is a fleet source whose sync-error classes hold bidirectional
+// characters (two that differ only in which one).
+type hostileFleet struct{}
+
+func (hostileFleet) Scope(string) string { return "local" }
+func (hostileFleet) Counters() (syncs, failures, outages, commands int64) {
+	return 3, 2, 0, 3
+}
+func (hostileFleet) SyncErrors() iter.Seq2[string, int64] {
+	return func(yield func(string, int64) bool) {
+		_ = yield("redis\u202edown", 1) && yield("redis\u2066down", 1)
 	}
 }
