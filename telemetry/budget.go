@@ -146,8 +146,8 @@ func (c Config) SeriesBound() int {
 // MaxSeries and DurationBuckets.
 const DefaultSeriesBound = DefaultMaxSeries + (breakerSeries - 1 + maxOtherTransitions) + 4 + 4*17 + 5 + 4 + 2 + throttleSeries + limitSeries + int(numFamilies) + 4
 
-// sanitizeLabel makes v safe as a label value (bound.Sanitize): invalid UTF-8 and
-// control characters become U+FFFD (the Prometheus client refuses invalid UTF-8, and a
-// scrape that panics or fails answers 500), and a value longer than MaxLabelLength is
-// cut.
+// sanitizeLabel makes v safe as a label value (bound.Sanitize): invalid UTF-8 and the
+// characters a dependency key may not hold (controls, bidirectional overrides, ...)
+// become U+FFFD (the Prometheus client refuses invalid UTF-8, and a scrape that panics
+// or fails answers 500), and a value longer than MaxLabelLength is cut.
 func sanitizeLabel(v string) string { return bound.Sanitize(v) }

@@ -123,7 +123,7 @@ func (t *Telemetry) CallOutcome(ctx context.Context, c observe.Call) {
 	switch {
 	case class == "":
 		class = string(classify.ClassNone)
-	case !c.Class.Known():
+	default: // the library's classes pass the cap as they are (bound.ErrorClasses)
 		class = t.errorClass.value(class)
 	}
 	tool := t.tool.value(c.Tool)

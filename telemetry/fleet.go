@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
 )
 
 // FleetSource is what the telemetry reads at scrape time from fleet mode (package
@@ -106,13 +107,8 @@ func (t *Telemetry) collectFleet(ch chan<- prometheus.Metric, byLabel map[string
 	ch <- prometheus.MustNewConstMetric(descFleetOutages, prometheus.CounterValue, float64(outages))
 	ch <- prometheus.MustNewConstMetric(descFleetRedisCommands, prometheus.CounterValue, float64(commands))
 	if es, ok := src.(FleetErrorSource); ok {
-		rows := 0
-		for class, n := range es.SyncErrors() {
-			if rows == FleetErrorClasses {
-				break
-			}
-			rows++
-			ch <- prometheus.MustNewConstMetric(descFleetSyncErrors, prometheus.CounterValue, float64(n), class)
+		for _, r := range bound.SyncErrorRows(es.SyncErrors(), FleetErrorClasses) {
+			ch <- prometheus.MustNewConstMetric(descFleetSyncErrors, prometheus.CounterValue, r.Count, r.Class)
 		}
 	}
 

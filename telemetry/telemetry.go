@@ -89,7 +89,9 @@ func New(cfg Config) (*Telemetry, error) {
 	t.other.transitions = make(map[transition]uint64)
 	guard := func(name string) *labelGuard { return newLabelGuard(name, cfg.MaxLabelValues, cfg.Logger) }
 	t.dependency, t.tool, t.model, t.region = guard("dependency"), guard("tool"), guard("model"), guard("region")
-	t.errorClass, t.cause, t.route = guard("error_class"), guard("cause"), guard("from/to")
+	// The library's own classes and causes pass outside the cap (Config.MaxLabelValues).
+	t.errorClass, t.cause = newErrorClassGuard(cfg.MaxLabelValues, cfg.Logger), newCauseGuard(cfg.MaxLabelValues, cfg.Logger)
+	t.route = guard("from/to")
 
 	t.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: nameCalls,
@@ -211,7 +213,7 @@ func (t *Telemetry) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector. Breaker state is read now, from the watched
 // sources. Whatever names it was fed, a scrape holds at most Config.SeriesBound()
-// series and every label value is valid UTF-8 without control characters.
+// series and every label value is valid UTF-8 without control or format characters.
 func (t *Telemetry) Collect(ch chan<- prometheus.Metric) {
 	t.calls.Collect(ch)
 	t.durations.Collect(ch)

@@ -62,7 +62,7 @@ func (m *Metrics) CallOutcome(ctx context.Context, c observe.Call) {
 	switch {
 	case class == "":
 		class = string(classify.ClassNone)
-	case !c.Class.Known():
+	default: // the library's classes pass the cap as they are (bound.ErrorClasses)
 		class = m.errorClass.Value(class)
 	}
 	tool := m.tool.Value(c.Tool)

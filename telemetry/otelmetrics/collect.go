@@ -117,13 +117,8 @@ func (m *Metrics) collectFleet(e *emitter, byLabel map[string]*breaker.Breaker, 
 	e.emit(instFleetOutages, float64(outages))
 	e.emit(instFleetRedisCommands, float64(commands))
 	if es, ok := src.(FleetErrorSource); ok {
-		rows := 0
-		for class, n := range es.SyncErrors() {
-			if rows == FleetErrorClasses {
-				break
-			}
-			rows++
-			e.emit(instFleetSyncErrors, float64(n), class)
+		for _, r := range bound.SyncErrorRows(es.SyncErrors(), FleetErrorClasses) {
+			e.emit(instFleetSyncErrors, r.Count, r.Class)
 		}
 	}
 	otherLocal, otherAttached := 0, false

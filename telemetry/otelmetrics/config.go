@@ -109,7 +109,9 @@ type Config struct {
 	Clock clock.Clock
 	// MaxLabelValues caps the distinct values of each attribute that comes from a name
 	// (dependency, tool, model, region, error_class, cause, from/to); later values are
-	// reported as "other". Defaults to DefaultMaxLabelValues.
+	// reported as "other". As in package telemetry, the library's own classes (every
+	// classify class on error_class, every modelfailover.Cause and "unknown" on cause)
+	// are outside the cap and charged to MaxSeries. Defaults to DefaultMaxLabelValues.
 	MaxLabelValues int
 	// MaxSeries caps the series whose attributes come from names, over every
 	// instrument together, with the costs of telemetry.Config.MaxSeries (a breaker

@@ -151,7 +151,9 @@ func New(cfg Config) (*Metrics, error) {
 	m.other.transitions = make(map[transition]uint64)
 	guard := func(name string) *bound.Guard { return bound.NewGuard(name, cfg.MaxLabelValues, cfg.Logger) }
 	m.dependency, m.tool, m.model, m.region = guard("dependency"), guard("tool"), guard("model"), guard("region")
-	m.errorClass, m.cause, m.route = guard("error_class"), guard("cause"), guard("from/to")
+	m.errorClass = bound.NewFixedGuard("error_class", cfg.MaxLabelValues, cfg.Logger, bound.ErrorClasses())
+	m.cause = bound.NewFixedGuard("cause", cfg.MaxLabelValues, cfg.Logger, bound.Causes())
+	m.route = guard("from/to")
 	meter := cfg.MeterProvider.Meter(ScopeName)
 	if err := m.makeInstruments(meter, cfg.DurationBuckets); err != nil {
 		return nil, err
