@@ -61,8 +61,8 @@ classify() {
 	short=$(git rev-parse --short "$commit")
 	if [ "$(git rev-parse --is-shallow-repository)" = true ] &&
 		grep -qx "$(git rev-parse "$commit")" "$(git rev-parse --git-path shallow)" 2>/dev/null; then
-		say "not classifying: $short is where this shallow clone's history stops, so its tree"
-		say "is not the state the baseline describes (git fetch --unshallow, then run again)"
+		say "not classifying: $short is where this shallow clone's history stops, so it may"
+		say "not be the commit the baseline was written from (git fetch --unshallow, run again)"
 		return 0
 	fi
 	local gobin apidiff
@@ -139,7 +139,9 @@ if [ ! -f "$baseline" ] || ! cmp -s "$tmp/listing" "$baseline"; then
 	diff -u "$against" "$tmp/listing" | tail -n +3 | grep '^[-+]' >"$tmp/diff" || true
 	head -n 300 "$tmp/diff"
 	[ "$(wc -l <"$tmp/diff")" -le 300 ] || say "... $(wc -l <"$tmp/diff") lines in all"
-	if $have_git && last=$(git log -1 --format=%H -- "$baseline") && [ -n "$last" ]; then
+	if ! $have_git; then
+		say "not classifying: no git history here"
+	elif last=$(git log -1 --format=%H -- "$baseline") && [ -n "$last" ]; then
 		classify "$last"
 	else
 		say "not classifying: no commit holds $baseline"
@@ -159,11 +161,11 @@ old=
 since=
 if [ "$(committed_blob HEAD)" != "$(git hash-object "$baseline")" ]; then
 	old=HEAD since=HEAD
-elif git rev-parse -q --verify 'HEAD^{commit}' >/dev/null 2>&1 &&
+elif git rev-parse -q --verify 'HEAD~1^{commit}' >/dev/null 2>&1 &&
 	[ "$(committed_blob 'HEAD^')" != "$(committed_blob HEAD)" ]; then
 	old='HEAD^' since='HEAD^'
-elif ! git rev-parse -q --verify 'HEAD^{commit}' >/dev/null 2>&1; then
-	say "the API matches $baseline (HEAD's parent is not in this clone: not checking whether HEAD changed it)"
+elif ! git rev-parse -q --verify 'HEAD~1^{commit}' >/dev/null 2>&1; then
+	say "the API matches $baseline (HEAD has no parent in this clone: not checking whether HEAD changed it)"
 	exit 0
 fi
 if [ -z "$old" ]; then
