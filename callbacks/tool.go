@@ -10,7 +10,6 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/tool"
 
-	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/bulkhead"
 	"github.com/agentbreaker/agentbreaker/classify"
@@ -18,7 +17,6 @@ import (
 	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/redact"
-	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
@@ -49,153 +47,77 @@ func (c *Callbacks) DispatchMarker() llmagent.BeforeToolCallback { return c.mark
 
 func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 	return func(ctx agent.Context, t tool.Tool, args map[string]any) (result map[string]any, err error) {
-		var admitted *call
-		var inv *invocation
+		a := entry{ctx: ctx, t: t, args: args}
 		k := keyOf(ctx)
+		added := false
 		defer func() {
 			if r := recover(); r != nil {
-				if admitted != nil && inv != nil {
-					if cl := inv.take(k, l); cl != nil {
-						c.settle(ctx, inv, cl, notSent, "", 0, false)
-					}
-				}
 				result, err = nil, nil
-				c.panics.Add(1)
-				c.log.Error("agentbreaker: before-tool callback panicked; the call goes on unguarded",
-					slog.String("tool", t.Name()), slog.String("request_id", ctx.InvocationID()), slog.String("function_call_id", k.id), slog.Any("panic", r))
-				if c.onEvent != nil {
-					c.callHook(Event{Kind: EventCallbackPanic, At: c.timeOf(c.nanos()), Tool: t.Name(), CallID: k.id, Panic: r})
-				}
+				c.beforeToolPanicked(&a, k, l, added, r)
 			}
 		}()
-		if c.exempt(t) {
-			return nil, nil
+		if !c.startAdmission(&a, k, l) {
+			return nil, nil // not guarded: exempt, the plugin's, or with no breaker
 		}
-		inv = c.invocation(ctx, true)
-		if l == agentLayer && inv.owner(k) == pluginLayer {
-			return nil, nil // the runner plugin already admitted this call
-		}
-		name := redact.RepairName(t.Name()) // a name that would break a metrics scrape or a log line
-		b, err := c.deps.ForTool(name)
-		if err != nil {
-			// Too many on-demand breakers: let the call through unguarded, loudly.
-			c.log.Warn("agentbreaker: no breaker for tool; the call goes on unguarded", slog.String("tool", name), slog.String("error", err.Error()))
-			return nil, nil
-		}
-		if b == nil {
-			return nil, nil // exempt in the dependency map
-		}
-		dep := b.Name()
-		if r, held := c.path.Held(dep, b); held {
-			return c.shortCircuit(ctx, inv, name, dep, b, r, args), nil // the dependency asked for a delay that has not passed
-		}
-		var permit breaker.Permit
-		st, isAgentTool := t.(*scopedTool)
-		transparent := isAgentTool && st.guards(dep)
-		if !transparent {
-			noteInner(inv, dep, nil) // the agent tools this call runs under reach dep
-		}
-		var before breaker.State
-		if c.spans != nil {
-			before = b.State()
-		}
-		if transparent {
-			// An agent tool whose own calls guard dep: never the probe, never judged.
-			permit, err = transparentAllow(b)
-		} else if c.mutating[name] {
-			// A mutation is never the probe: while the breaker is half-open (or its
-			// cooldown is over) the call is refused or queued, and a read-only call
-			// of the dependency, or its prober, decides.
-			permit, err = b.AllowNoProbe()
-		} else {
-			permit, err = b.Allow()
-		}
-		if err != nil {
-			c.throttleRefused(name, err)
-			if p := c.queue(ctx, inv, name, dep, b, args); p != nil {
+		for s := stageHold; s < stages; s++ {
+			if p := c.admitStage(s, &a); p != nil {
+				c.unwind(s, &a)
 				return p, nil
 			}
-			return c.shortCircuit(ctx, inv, name, dep, b, c.path.OpenRefusal(dep, b, err), args), nil
 		}
-		if c.spans != nil && b.State() != before {
-			// This admission moved the breaker (its cooldown was over: it is half-open
-			// and this call is the probe): the transition belongs on this call's span.
-			c.observeTransition(ctx, dep, name)
-		}
-		th := c.deps.ThrottleFor(name)
-		if transparent {
-			th.Throttle = nil // its inner calls are the throttle's to count
-		}
-		if th.Throttle != nil && !permit.IsProbe() && b.State() != breaker.Closed {
-			// A forced state: the operator decides alone, and the call is not the
-			// throttle's to count.
-			th.Throttle = nil
-		}
-		// A probe is the breaker's alone to admit; its outcome still counts.
-		governed := false // the shedding throttle admits this call of a served turn
-		if th.Throttle != nil && !permit.IsProbe() && th.Throttle.Shedding() {
-			pr := c.priorityOf(ctx, th.Priority)
-			if inv.served(dep) {
-				pr, governed = throttle.Critical, true
-			}
-			if !th.Throttle.AllowDraw(pr, inv.draw) {
-				permit.Ignore() // never sent: the breaker learns nothing from it
-				return c.shed(ctx, inv, name, dep, b, th.Throttle, pr, args), nil
-			}
-		}
-		var lim adaptivelimit.Permit
-		var refusal map[string]any
-		if !transparent {
-			// A transparent call takes no share of the limit, as it takes no bulkhead
-			// slot: its inner calls take theirs, and their latency is the dependency's.
-			if lim, refusal = c.admitLimit(ctx, inv, name, dep, b, permit, th.Priority, args); refusal != nil {
-				permit.Ignore() // refused for concurrency, never sent: not the dependency's failure
-				return refusal, nil
-			}
-		}
-		var slot *bulkhead.Bulkhead
-		if transparent {
-			// No slot: its inner calls take theirs, and a sub-agent holding one slot
-			// while its call waits for another could starve itself.
-		} else if bh, berr := c.bulk.For(dep); berr != nil {
-			c.log.Warn("agentbreaker: no bulkhead for dependency; the call goes on without one", slog.String("dependency", dep), slog.String("error", berr.Error()))
-		} else if bh != nil {
-			if ferr := bh.TryAcquire(); ferr != nil {
-				// A bulkhead held by slow calls is evidence the dependency is slow: the
-				// rejection counts. One filled by a burst of quick calls is not.
-				counts := c.heldBySlowCalls(dep, b, t, bh.Limit())
-				if counts {
-					permit.Failure()
-				} else {
-					permit.Ignore()
-				}
-				lim.Release()
-				return c.busy(ctx, inv, name, dep, b, ferr, args, counts), nil
-			}
-			slot = bh
-		}
-		var att *retry.Attempt
-		if c.cfg.SideEffects.Retry != nil {
-			if att, refusal = c.admitRetry(ctx, inv, name, dep, b, args, governed); refusal != nil {
-				// Refused before the dependency was asked: its health is not in question.
-				permit.Ignore()
-				lim.Release()
-				if slot != nil {
-					slot.Release()
-				}
-				return refusal, nil
-			}
-		}
-		admitted = &call{
-			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, limit: lim, attempt: att, throttle: th.Throttle,
-			start: c.nanos(), tracked: l == agentLayer || c.cfg.SideEffects.TrackDispatch, transparent: transparent,
-		}
+		cl := a.cl
+		cl.owner, cl.ctx, cl.start = l, ctx, c.nanos()
+		cl.tracked = l == agentLayer || c.cfg.SideEffects.TrackDispatch
 		c.inFlight.Add(1)
-		if !inv.add(k, admitted) {
+		if added = a.inv.add(k, cl); !added {
 			// The run's state was freed under us (the run ended): give everything back.
-			c.settle(ctx, inv, admitted, notSent, "", 0, false)
+			c.settle(ctx, a.inv, cl, notSent, "", 0, false)
 		}
 		return nil, nil
+	}
+}
+
+// startAdmission finds the call's invocation and breaker, and reports whether the
+// stages guard it at all.
+func (c *Callbacks) startAdmission(a *entry, k callKey, l layer) bool {
+	if c.exempt(a.t) {
+		return false
+	}
+	a.inv = c.invocation(a.ctx, true)
+	if l == agentLayer && a.inv.owner(k) == pluginLayer {
+		return false // the runner plugin already admitted this call
+	}
+	a.name = redact.RepairName(a.t.Name()) // a name that would break a metrics scrape or a log line
+	b, err := c.deps.ForTool(a.name)
+	if err != nil {
+		// Too many on-demand breakers: let the call through unguarded, loudly.
+		c.log.Warn("agentbreaker: no breaker for tool; the call goes on unguarded", slog.String("tool", a.name), slog.String("error", err.Error()))
+		return false
+	}
+	if b == nil {
+		return false // exempt in the dependency map
+	}
+	a.cl = &call{tool: a.name, dep: b.Name(), breaker: b}
+	st, isAgentTool := a.t.(*scopedTool)
+	if a.cl.transparent = isAgentTool && st.guards(a.cl.dep); !a.cl.transparent {
+		noteInner(a.inv, a.cl.dep, nil) // the agent tools this call runs under reach dep
+	}
+	return true
+}
+
+// beforeToolPanicked recovers the before-tool callback: the call goes on unguarded,
+// and a call already added to its invocation is given back.
+func (c *Callbacks) beforeToolPanicked(a *entry, k callKey, l layer, added bool, r any) {
+	if added {
+		if cl := a.inv.take(k, l); cl != nil {
+			c.settle(a.ctx, a.inv, cl, notSent, "", 0, false)
+		}
+	}
+	c.panics.Add(1)
+	c.log.Error("agentbreaker: before-tool callback panicked; the call goes on unguarded",
+		slog.String("tool", a.t.Name()), slog.String("request_id", a.ctx.InvocationID()), slog.String("function_call_id", k.id), slog.Any("panic", r))
+	if c.onEvent != nil {
+		c.callHook(Event{Kind: EventCallbackPanic, At: c.timeOf(c.nanos()), Tool: a.t.Name(), CallID: k.id, Panic: r})
 	}
 }
 
@@ -418,51 +340,24 @@ func isReflectAndRetry(result map[string]any) bool {
 // fingerprint (and the opt-in excerpt).
 func inBandText(result map[string]any) string { return classify.FailureText(result) }
 
-// settle reports a call's outcome to its breaker, gives back its bulkhead slot and
-// tells the hook, the log and, when sent says the call reached (or may have reached)
-// its tool, the Observer. The caller has removed cl from its invocation, which makes
-// this the one release of the call. kind 0 reports nothing.
+// settle runs the stages' settlement for a call, in reverse order of admission: the
+// retry attempt, the bulkhead slot, the adaptive limit, the throttle, the breaker, and
+// what the outcome says of the dependency (a stated delay, the refusals' class); then
+// it tells the hook, the log and, when sent says the call reached (or may have
+// reached) its tool, the Observer. The caller has removed cl from its invocation,
+// which makes this the one release of the call. kind 0 reports nothing.
 func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind, sent bool) {
 	probe := cl.permit.IsProbe() // read before Report, which spends the permit
-	r := cls.BreakerReport()
-	if cl.transparent {
-		r = breaker.Report{Verdict: breaker.Ignore} // its inner calls have reported
-	} else if sent && cls.Verdict == classify.Counts {
-		noteInner(inv, cl.dep, &innerFailure{dep: cl.dep, class: cls.Class, retryable: cls.Retryable})
-	}
-	if cl.throttle != nil && sent {
-		if accepted, counted := throttle.Judge(cls); counted {
-			cl.throttle.Report(accepted)
-			if accepted && inv != nil {
-				inv.markServed(cl.dep)
-			}
-		}
-		if !probe && r.Verdict == breaker.Failure && throttle.Overloaded(cls) && cl.throttle.Accepting() {
-			// The dependency still handles part of its load: an overload answer (429,
-			// 503, 408) is the throttle's to act on, not evidence of an outage. Once its
-			// window holds no accepted call, overload answers count again and the breaker
-			// opens as it would without a throttle. A stated delay still reaches it.
-			r.Verdict = breaker.Ignore
-		}
-	}
-	var before breaker.State
-	if c.spans != nil {
-		before = cl.breaker.State()
-	}
-	cl.permit.Report(r)
-	if c.spans != nil && cl.breaker.State() != before {
-		// This report moved the breaker (it tripped, or a probe settled): the
-		// transition belongs on this call's execute_tool span.
-		c.observeTransition(cl.ctx, cl.dep, cl.tool)
-	}
-	c.path.Note(cl.dep, cl.breaker, cls)
 	if cl.attempt != nil {
 		c.finishAttempt(ctx, inv, cl, cls, sent)
 	}
-	c.endLimit(cl, cls, sent)
 	if cl.bulk != nil {
 		cl.bulk.Release()
 	}
+	c.endLimit(cl, cls, sent)
+	spared := c.settleThrottle(inv, cl, cls, sent, probe)
+	c.settleBreaker(inv, cl, cls, sent, spared)
+	c.path.Note(cl.dep, cl.breaker, cls)
 	c.inFlight.Add(-1)
 	if cls.ConfigFault {
 		c.noteConfigFault(ctx, inv, cl, cls)
@@ -476,4 +371,48 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 		obsCtx: cl.ctx, kind: kind, dep: cl.dep, tool: cl.tool, callID: cl.ctx.FunctionCallID(), invocation: inv.id, cls: cls,
 		breaker: cl.breaker, elapsed: time.Duration(max(c.nanos()-cl.start, 0)), text: text, sent: sent, probe: probe,
 	})
+}
+
+// settleThrottle reports a sent call to its dependency's throttle, and says whether
+// the breaker is spared its failure: while the dependency still handles part of its
+// load, an overload answer (429, 503, 408) is the throttle's to act on, not evidence of
+// an outage. Once its window holds no accepted call, overload answers count again and
+// the breaker opens as it would without a throttle. A stated delay still reaches it.
+func (c *Callbacks) settleThrottle(inv *invocation, cl *call, cls classify.Classification, sent, probe bool) bool {
+	if cl.throttle == nil || !sent {
+		return false
+	}
+	if accepted, counted := throttle.Judge(cls); counted {
+		cl.throttle.Report(accepted)
+		if accepted && inv != nil {
+			inv.markServed(cl.dep)
+		}
+	}
+	return !probe && cls.Verdict == classify.Counts && throttle.Overloaded(cls) && cl.throttle.Accepting()
+}
+
+// settleBreaker reports the call to its breaker: nothing for a transparent agent
+// tool's call (its inner calls have reported), nothing for a failure the throttle
+// spared. A counted failure that was sent marks the agent tools the call ran under.
+func (c *Callbacks) settleBreaker(inv *invocation, cl *call, cls classify.Classification, sent, spared bool) {
+	r := cls.BreakerReport()
+	switch {
+	case cl.transparent:
+		r = breaker.Report{Verdict: breaker.Ignore}
+	case spared:
+		r.Verdict = breaker.Ignore
+	}
+	if !cl.transparent && sent && cls.Verdict == classify.Counts {
+		noteInner(inv, cl.dep, &innerFailure{dep: cl.dep, class: cls.Class, retryable: cls.Retryable})
+	}
+	var before breaker.State
+	if c.spans != nil {
+		before = cl.breaker.State()
+	}
+	cl.permit.Report(r)
+	if c.spans != nil && cl.breaker.State() != before {
+		// This report moved the breaker (it tripped, or a probe settled): the
+		// transition belongs on this call's execute_tool span.
+		c.observeTransition(cl.ctx, cl.dep, cl.tool)
+	}
 }
