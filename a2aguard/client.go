@@ -10,11 +10,11 @@ import (
 
 // client wraps the a2a client adk-go sends the request with. It gives each admitted
 // request its deadline and its record, sends it with the caller's operation scope
-// while the request adk-go keeps (and shows the user) goes without (wireRequest),
-// and reports the outcome to the breaker before
-// the event that ends the request reaches the after-callback (adk-go runs the
-// callbacks from inside the stream). A request the before-callback did not admit
-// (none of ours: the map has no call for it) passes through untouched.
+// while the request adk-go keeps (and shows the user) goes without (wireRequest), and
+// reports the outcome to the breaker before the event that ends the request reaches
+// the after-callback (adk-go runs the callbacks from inside the stream). A request the
+// before-callback did not admit (none of ours: the map has no call for it) passes
+// through untouched.
 type client struct {
 	inner remoteagent.A2AClient
 	g     *guard
