@@ -19,9 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/agent/llmagent"
+	"google.golang.org/adk/v2/agent/workflowagent"
 	remoteagent "google.golang.org/adk/v2/agent/remoteagent/v2"
 	adkplugin "google.golang.org/adk/v2/plugin"
 	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/workflow"
 
 	"github.com/agentbreaker/agentbreaker/a2aguard"
 	"github.com/agentbreaker/agentbreaker/breaker"
@@ -29,13 +31,15 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/telemetry"
+	"github.com/agentbreaker/agentbreaker/workflowguard"
 )
 
 // What one hop does, every hop does (docs/operations.md, "Logs and traces";
-// docs/operations-metrics.md; callbacks' Event): the same dead dependency, reached
-// through a function tool, a remote agent called as a tool and a remote agent reached
-// by transfer, gives the same Events (kind, outcome, class), the same metric counts,
-// and log records with every key the page lists.
+// docs/operations-metrics.md; callbacks' Event): the same failing dependency, reached
+// through a function tool, a remote agent called as a tool, a remote agent reached by
+// transfer and a workflow's tool node, gives the same Events (kind, outcome, class),
+// the same metric counts, and log records with every key the page lists; a dead one
+// (503) and one that states a delay (429 with Retry-After, which holds it).
 
 const (
 	crossDep     = "billing"
@@ -81,15 +85,51 @@ func TestSameRefusalsAndFailuresThroughEveryHop(t *testing.T) {
 			root := breakertest.MustNewModel(breakertest.ModelConfig{Then: oneCallThenText("transfer_to_agent", map[string]any{"agent_name": crossRemote})})
 			return llmagent.New(llmagent.Config{Name: "assistant", Model: root, Mode: llmagent.ModeChat, SubAgents: []agent.Agent{remote}})
 		}},
+		{"workflow tool node", func(t *testing.T, cb *callbacks.Callbacks, url string) (agent.Agent, error) {
+			node, err := workflowguard.New(workflowguard.Config{Callbacks: cb, Tool: crmTool(t, crossToolRef, url)})
+			if err != nil {
+				return nil, err
+			}
+			prep := workflow.NewFunctionNode("prep", func(agent.Context, any) (map[string]any, error) {
+				return map[string]any{"query": "invoice 7"}, nil
+			}, workflow.NodeConfig{})
+			return workflowagent.New(workflowagent.Config{Name: "pipeline", Edges: workflow.Chain(workflow.Start, prep, node)})
+		}},
 	}
+	for _, sc := range crossScenarios {
+		t.Run(sc.name, func(t *testing.T) { crossCompare(t, sc, hops) })
+	}
+}
+
+// crossScenario is one way the dependency fails: every answer, and what the Events
+// of a tool's calls are (the first hop's, which every other hop must match).
+type crossScenario struct {
+	name   string
+	answer func(w http.ResponseWriter)
+	sent   int // the calls that reach the server; the rest are answered locally
+}
+
+var crossScenarios = []crossScenario{
+	{"503 on every request", func(w http.ResponseWriter) {
+		http.Error(w, "upstream connect error or disconnect/reset before headers", http.StatusServiceUnavailable)
+	}, crossTrip},
+	// A 429 with a stated delay: the first answer holds the dependency, and every
+	// later call is answered locally until the delay passes (the clock stands still).
+	{"429 with Retry-After", func(w http.ResponseWriter) {
+		w.Header().Set("Retry-After", "120")
+		http.Error(w, "quota exceeded for project 1234 (rate limit)", http.StatusTooManyRequests)
+	}, 1},
+}
+
+func crossCompare(t *testing.T, sc crossScenario, hops []crossHop) {
 	var results []crossResult
 	for _, h := range hops {
 		t.Run(h.name, func(t *testing.T) {
-			r := runCrossHop(t, h)
+			r := runCrossHop(t, h, sc)
 			results = append(results, r)
-			require(t, r.Requests == crossTrip, "%s: %d requests reached the dead server, want %d (then the breaker answers)", h.name, r.Requests, crossTrip)
-			require(t, r.Calls == crossTrip, "%s: agentbreaker_calls_total{dependency=%q} = %v, want %d", h.name, crossDep, r.Calls, crossTrip)
-			require(t, r.ShortCircuits == crossTurns-crossTrip, "%s: agentbreaker_short_circuits_total{dependency=%q} = %v, want %d", h.name, crossDep, r.ShortCircuits, crossTurns-crossTrip)
+			require(t, r.Requests == int64(sc.sent), "%s: %d requests reached the server, want %d", h.name, r.Requests, sc.sent)
+			require(t, r.Calls == float64(sc.sent), "%s: agentbreaker_calls_total{dependency=%q} = %v, want %d", h.name, crossDep, r.Calls, sc.sent)
+			require(t, r.ShortCircuits == float64(crossTurns-sc.sent), "%s: agentbreaker_short_circuits_total{dependency=%q} = %v, want %d", h.name, crossDep, r.ShortCircuits, crossTurns-sc.sent)
 		})
 	}
 	if len(results) != len(hops) {
@@ -127,12 +167,12 @@ func deadRemote(cb *callbacks.Callbacks, url string) (agent.Agent, error) {
 		Agent: remoteagent.A2AConfig{Name: crossRemote, Description: "Answers billing questions.", AgentCard: card}})
 }
 
-func runCrossHop(t *testing.T, h crossHop) crossResult {
+func runCrossHop(t *testing.T, h crossHop, sc crossScenario) crossResult {
 	t.Helper()
 	var requests atomic.Int64
 	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		requests.Add(1)
-		http.Error(w, "upstream connect error or disconnect/reset before headers", http.StatusServiceUnavailable)
+		sc.answer(w)
 	}))
 	t.Cleanup(dead.Close)
 
@@ -167,7 +207,7 @@ func runCrossHop(t *testing.T, h crossHop) crossResult {
 	for range crossTurns {
 		runTurn(t, harness, ctx, "What do I owe?")
 	}
-	checkRecordKeys(t, h.name, logs.String())
+	checkRecordKeys(t, h.name, logs.String(), sc.sent)
 	mu.Lock()
 	defer mu.Unlock()
 	return crossResult{Events: events, Requests: requests.Load(),
@@ -176,7 +216,7 @@ func runCrossHop(t *testing.T, h crossHop) crossResult {
 
 // checkRecordKeys requires, of every record about the dependency's calls, the keys
 // docs/operations.md lists for every record (elapsed_ms for calls that were sent).
-func checkRecordKeys(t *testing.T, hop, logs string) {
+func checkRecordKeys(t *testing.T, hop, logs string, sent int) {
 	t.Helper()
 	kinds := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
@@ -202,8 +242,8 @@ func checkRecordKeys(t *testing.T, hop, logs string) {
 		sort.Strings(missing)
 		require(t, len(missing) == 0, "%s: a %s record lacks %v: %s", hop, ev, missing, line)
 	}
-	require(t, kinds["call_outcome"] == crossTrip && kinds["short_circuit"] == crossTurns-crossTrip,
-		"%s: records %v, want %d call_outcome and %d short_circuit", hop, kinds, crossTrip, crossTurns-crossTrip)
+	require(t, kinds["call_outcome"] == sent && kinds["short_circuit"] == crossTurns-sent,
+		"%s: records %v, want %d call_outcome and %d short_circuit", hop, kinds, sent, crossTurns-sent)
 }
 
 func sumFamily(t *testing.T, reg *prometheus.Registry, name string) float64 {
