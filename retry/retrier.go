@@ -32,8 +32,9 @@ type Config struct {
 	// Rand returns a uniform value in [0, 1) for backoff jitter. It must be safe for
 	// concurrent use. Defaults to math/rand/v2.Float64.
 	Rand func() float64
-	// Journal, when set, makes each attempt's intent durable before it is sent and
-	// records its outcome. Defaults to none.
+	// Journal, when set, makes the intent of each attempt of an operation not declared
+	// Idempotent durable before it is sent, and records its outcome; an idempotent
+	// operation's attempts are safe to repeat and write nothing. Defaults to none.
 	Journal Journal
 	// Logger, when set, receives one record per attempt. Defaults to none.
 	Logger *slog.Logger

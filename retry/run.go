@@ -186,7 +186,9 @@ func (run *Run) admit(ctx context.Context, admitting string, budgeted bool) (*At
 		a.permit, a.hasPermit = p, true
 		a.admitState = b.State().String()
 	}
-	if j := r.cfg.Journal; j != nil {
+	if j := r.cfg.Journal; j != nil && !run.op.Idempotent {
+		// Only an operation a repeat could harm needs its intent durable: a read-only
+		// or idempotent call is safe to send again whatever became of the last one.
 		id, err := j.Intend(ctx, a.info)
 		if err != nil {
 			a.permit.Ignore()
