@@ -40,7 +40,9 @@ func TestOnlyMutationsWriteIntents(t *testing.T) {
 			Retry:         retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: fc, Sleeper: &retry.FakeSleeper{Clock: fc}}),
 			Journal:       j,
 		}})
-		ok := func(agent.Context, map[string]any) (map[string]any, error) { return map[string]any{"status": "ok"}, nil }
+		ok := func(agent.Context, map[string]any) (map[string]any, error) {
+			return map[string]any{"status": "ok"}, nil
+		}
 		lookup, err := functiontool.New(functiontool.Config{Name: "crm_lookup", Description: "Looks a customer up."}, ok)
 		require.NoError(t, err)
 		charge, err := functiontool.New(functiontool.Config{Name: "charge", Description: "Charges a card."}, ok)
