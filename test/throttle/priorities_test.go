@@ -182,8 +182,8 @@ func shedTurns(t *testing.T, sh shape, turns int) run {
 // every call was shed at p whatever its priority, and a fifth to a third of the normal
 // turns shed had a low turn sent next to them (about 70% of the low calls shed and 65%
 // of the normal ones at random failures, 82% and 64% at a capacity). A normal turn is
-// shed next to a low one sent only where p itself moves past the low share: a window that holds no accept
-// (the breaker's, p = 0) or a trial of load-independence.
+// shed next to a low one sent only where p itself moves past the low share: a window
+// that holds no accept (the breaker's, p = 0) or a trial of load-independence.
 //
 // Over a run, normal calls are shed too: where p is above the low turns' share of the
 // calls (half here) every low call is shed and a share of the normal ones. In the
