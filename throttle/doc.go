@@ -43,9 +43,11 @@
 //
 // A call has a [Priority]: Low, Normal (the zero value), High or Critical. The share p
 // is taken from the lowest priorities first: while shedding, the throttle counts the
-// mix of priorities it is asked about (forgetting a quarter of it each bucket), and a
-// priority whose share of the mix is d, with s of p left after the priorities below it
-// were shed entirely, is refused with probability min(1, s/d). With a quarter of the
+// mix of priorities it is asked about (forgetting a quarter of it each bucket, but
+// keeping at least its last 64 calls, so that a dependency called a few times a bucket
+// has its priorities told apart too), and a priority whose share of the mix is d, with
+// s of p left after the priorities below it were shed entirely, is refused with
+// probability min(1, s/d). With a quarter of the
 // calls at each priority and p = 0.5, every Low and Normal call is refused and no High
 // or Critical one; at p = 0.9 Critical calls are refused 60% of the time. Until the mix
 // holds 16 calls every call is refused with probability p. Because the share refused

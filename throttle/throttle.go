@@ -69,8 +69,9 @@ type Throttle struct {
 	rand   func() uint64
 
 	shed [numPriorities]atomic.Uint64 // refusals per priority, over the throttle's life
-	// demand counts the calls of each priority asked about while shedding, decayed by a
-	// quarter each bucket: the mix the share p is taken from, lowest priorities first.
+	// demand counts the calls of each priority asked about while shedding, in mixUnits,
+	// decayed by a quarter each bucket while it holds more than mixKeep calls: the mix
+	// the share p is taken from, lowest priorities first.
 	demand [numPriorities]atomic.Uint64
 	fleet  atomic.Pointer[fleetSums]
 	ind    independence // failures that shedding does not lower (independence.go)
@@ -201,7 +202,7 @@ func (t *Throttle) decide(now int64, p Priority, draw uint64, given bool) bool {
 		pr = t.recompute(e) // a quiet spell: the window slid since p was computed
 	}
 	pn := p.norm()
-	t.demand[pn].Add(1)
+	t.demand[pn].Add(mixUnit)
 	q := t.shedShare(pr, pn)
 	if q <= 0 {
 		return true
@@ -340,6 +341,17 @@ func (t *Throttle) ShedProbability(p float64, pr Priority) float64 { return t.sh
 // apart: until then every call is shed with probability p.
 const minDemand = 16
 
+// mixKeep is how many calls the mix spans at least: a bucket's decay that would leave
+// fewer is skipped. Decayed by time alone, the mix would hold about four buckets'
+// calls, under minDemand at fewer than four calls a bucket, and a dependency called
+// that rarely would have every call shed at p, whatever its priority (issue 43).
+const mixKeep = 4 * minDemand
+
+// mixUnit is one call in the mix's counts: fixed point, so that a quarter of a small
+// count decays too instead of rounding to nothing, and a priority no longer asked
+// about leaves the mix.
+const mixUnit = 1 << 8
+
 // shedShare takes the share p from the lowest priorities first: low calls are refused
 // until all of them are, then normal ones, then high, then critical. With the mix's
 // shares d, a priority is refused with probability min(1, what is left of p / d).
@@ -350,7 +362,7 @@ func (t *Throttle) shedShare(p float64, pn Priority) float64 {
 		d[q] = float64(t.demand[q].Load())
 		total += d[q]
 	}
-	if total < minDemand {
+	if total < minDemand*mixUnit {
 		return min(1, p)
 	}
 	left := p
@@ -370,8 +382,17 @@ func (t *Throttle) shedShare(p float64, pn Priority) float64 {
 	return 0
 }
 
-// decay forgets a quarter of the mix, once per bucket.
+// decay forgets a quarter of the mix, once per bucket, unless that would leave it
+// fewer than mixKeep calls: at a few calls a bucket the mix spans the last mixKeep
+// calls instead of the last few buckets.
 func (t *Throttle) decay() {
+	var total uint64
+	for q := Low; q <= Critical; q++ {
+		total += t.demand[q].Load()
+	}
+	if total-total/4 < mixKeep*mixUnit {
+		return
+	}
 	for q := Low; q <= Critical; q++ {
 		if v := t.demand[q].Load(); v > 0 {
 			t.demand[q].Store(v - v/4)

@@ -129,6 +129,26 @@ func TestPrioritiesAreShedLowestFirst(t *testing.T) {
 	}
 }
 
+// Issue 43: at a few calls a bucket the priorities are still told apart. Decayed by a
+// quarter each bucket, a mix fed two calls a bucket held about eight, under the 16 it
+// needs, and every call was shed at p whatever its priority.
+func TestPrioritiesAreToldApartAtAFewCallsABucket(t *testing.T) {
+	t.Parallel()
+	fc := clock.NewFake(time.Time{})
+	th := throttle.MustNew(throttle.Config{Clock: fc, K: 1, MinRequests: 1, Window: 10 * time.Second, Buckets: 10})
+	for range 100 {
+		fc.Advance(time.Second) // a bucket
+		report(th, 3, 1)
+		require.True(t, th.Shedding())
+		th.Allow(throttle.Low)
+		th.Allow(throttle.Normal)
+	}
+	require.Equal(t, 1.0, th.ShedProbability(0.6, throttle.Low))
+	require.InDelta(t, 0.2, th.ShedProbability(0.6, throttle.Normal), 0.02)
+	require.InDelta(t, 0.8, th.ShedProbability(0.4, throttle.Low), 0.02)
+	require.Zero(t, th.ShedProbability(0.4, throttle.Normal))
+}
+
 // At half the calls shed, critical calls are refused less than half as often as low
 // ones: measured over real Allow calls, with p held near 0.5 by a large window.
 func TestCriticalCallsAreShedLessThanHalfAsOftenAsLowAtHalfShedding(t *testing.T) {
