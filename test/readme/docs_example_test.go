@@ -21,9 +21,10 @@ import (
 	"github.com/agentbreaker/agentbreaker/fleet"
 	"github.com/agentbreaker/agentbreaker/mcpguard"
 	"github.com/agentbreaker/agentbreaker/probe"
+	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
-var _ = []any{probesPage, fleetClientPage, mcpPage, mcpPlainPage, readmeMCP}
+var _ = []any{probesPage, fleetClientPage, mcpPage, mcpPlainPage, readmeMCP, toolsTurnPage}
 
 // probesPage is docs/probes.md's "Configuring a probe".
 func probesPage(ctx context.Context, pingTickets func(context.Context) error) error {
@@ -101,4 +102,11 @@ func readmeMCP(guard *callbacks.Callbacks) (*mcpguard.Toolset, error) {
 		Toolset:    mcptoolset.Config{Endpoint: "http://payments.internal/mcp"},
 	})
 	return payments, err
+}
+
+// toolsTurnPage is docs/tools.md's turn check with an MCP tool set.
+func toolsTurnPage(r *runner.Runner, tools []tool.Tool, payments *mcpguard.Toolset) (*tooltimeout.Turn, error) {
+	turn, err := tooltimeout.NewTurn(tooltimeout.TurnConfig{Runner: r, Timeout: time.Minute,
+		Tools: tools, Toolsets: []tool.Toolset{payments}}) // payments: an mcpguard.Toolset, 30 s per call
+	return turn, err
 }
