@@ -24,13 +24,15 @@ type Config struct {
 	// dependency map does not configure is created with its default policy. Required.
 	Dependency string
 	// Callbacks is the agentbreaker plugin that guards the agent's tool calls: its
-	// dependency map receives the tools, and its Config.MutatingTools decides which
-	// calls are sent at most once. Required.
+	// dependency map receives the tools, its Config.MutatingTools decides which
+	// calls are sent at most once, and, with its Retrier, those calls carry their
+	// operation's idempotency key in _meta (IdempotencyKeyMeta). Required.
 	Callbacks *callbacks.Callbacks
 	// Toolset configures the MCP tool set, as for mcptoolset.New: Transport, or
 	// Endpoint for streamable HTTP, and the optional Client, Auth and confirmation
 	// settings. New wraps its transport; pass the transport itself, not a tool set
-	// built from it. Transport or Endpoint is required.
+	// built from it. New adds a sending middleware (the idempotency key) to the
+	// Client, when one is given. Transport or Endpoint is required.
 	Toolset mcptoolset.Config
 	// Timeout bounds each tool call (package tooltimeout); a call past it fails as a
 	// timeout (UNKNOWN, counted) and leaves no goroutine behind once the server lets

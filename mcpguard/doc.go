@@ -8,7 +8,7 @@
 //	})
 //
 // The returned tool set goes where the mcptoolset would (llmagent.Config.Toolsets). It
-// does three things the plain tool set cannot:
+// does what the plain tool set cannot:
 //
 //   - Every tool the server lists, at the first turn and whenever its list changes,
 //     is bound to the dependency key in the plugin's dependency map
@@ -31,6 +31,10 @@
 //     outcome-unknown payload, the journal). A send after an answer ("input
 //     required", SEP-2322) goes through. A read-only call may be re-sent and is still
 //     one call to the plugin.
+//   - With the plugin's Retrier, such a call also carries its operation's idempotency
+//     key to the server, in the request's _meta under IdempotencyKeyMeta: the key the
+//     journal records. StatusLookup asks a read-only tool of the same server about a
+//     key, so the journal can settle a mutation whose outcome was unknown.
 //
 // Over streamable HTTP, the HTTP status of the server's answers (or of a proxy in front
 // of it) is read at the same HTTP client: 5xx, 429, 408 and 401/403/407 become an error

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/genai"
 
+	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/internal/toolwrap"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
@@ -20,16 +21,18 @@ import (
 // tool of that name (with the server's current declaration), which costs no
 // allocation.
 type guardedTool struct {
-	name     string
-	cur      current        // the mcptoolset tool of the last listing
-	run      toolwrap.Inner // cur, or the tooltimeout wrapper around it
-	timeout  time.Duration
-	mutating bool
-	closed   *atomic.Bool // the tool set's: set by Close
+	name    string
+	cur     current        // the mcptoolset tool of the last listing
+	run     toolwrap.Inner // cur, or the tooltimeout wrapper around it
+	timeout time.Duration
+	// keyed is set for a tool in the plugin's MutatingTools: the plugin's wrapper that
+	// runs sendOnce with the call's idempotency key in its context.
+	keyed  *callbacks.KeyedTool
+	closed *atomic.Bool // the tool set's: set by Close
 }
 
-func newGuardedTool(t toolwrap.Inner, timeout time.Duration, mutating bool, closed *atomic.Bool) (*guardedTool, error) {
-	g := &guardedTool{name: t.Name(), timeout: max(timeout, 0), mutating: mutating, closed: closed}
+func newGuardedTool(t toolwrap.Inner, timeout time.Duration, cb *callbacks.Callbacks, closed *atomic.Bool) (*guardedTool, error) {
+	g := &guardedTool{name: t.Name(), timeout: max(timeout, 0), closed: closed}
 	g.cur.set(t)
 	g.run = &g.cur
 	if timeout > 0 {
@@ -38,6 +41,13 @@ func newGuardedTool(t toolwrap.Inner, timeout time.Duration, mutating bool, clos
 			return nil, err
 		}
 		g.run = tt
+	}
+	if cb.Mutating(g.name) {
+		keyed, err := cb.WithIdempotencyKey(sendOnce{g})
+		if err != nil {
+			return nil, err
+		}
+		g.keyed = keyed
 	}
 	return g, nil
 }
@@ -58,18 +68,34 @@ func (t *guardedTool) ProcessRequest(ctx agent.Context, req *model.LLMRequest) e
 }
 
 // Run calls the MCP tool. A mutating tool's call runs under a context that carries
-// its send-once state down to the transport (one allocation); a read-only call runs
-// under the tool context as it is and costs nothing here.
+// its send-once state down to the transport (one allocation) and, when the plugin has
+// a Retrier, its operation's idempotency key, which the client puts in the request's
+// _meta (two more); a read-only call runs under the tool context as it is and costs
+// nothing here.
 func (t *guardedTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	if t.closed.Load() {
 		// Refused before anything could be sent, whatever the session would report
 		// for its closed connection.
 		return nil, ErrClosed
 	}
-	if !t.mutating {
+	if t.keyed == nil {
 		return t.run.Run(ctx, args)
 	}
-	return t.run.Run(&onceContext{Context: ctx, tool: t.name}, args)
+	// The plugin's wrapper finds the call by the context adk-go passed, so it runs
+	// first, on ctx as it is.
+	return t.keyed.Run(ctx, args)
+}
+
+// sendOnce is what the plugin's idempotency-key wrapper runs for a mutating tool: the
+// call under its send-once state.
+type sendOnce struct{ t *guardedTool }
+
+func (s sendOnce) Name() string                            { return s.t.name }
+func (s sendOnce) Description() string                     { return s.t.Description() }
+func (s sendOnce) IsLongRunning() bool                     { return s.t.IsLongRunning() }
+func (s sendOnce) Declaration() *genai.FunctionDeclaration { return s.t.Declaration() }
+func (s sendOnce) Run(ctx agent.Context, args any) (map[string]any, error) {
+	return s.t.run.Run(&onceContext{Context: ctx, tool: s.t.name}, args)
 }
 
 // current holds the latest listed tool of one name. An atomic.Value of an interface

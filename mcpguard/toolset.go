@@ -69,6 +69,7 @@ func New(cfg Config) (*Toolset, error) {
 	if err != nil {
 		return nil, err
 	}
+	tcfg.Client = keyClient(tcfg.Client)
 	inner, err := mcptoolset.New(tcfg)
 	if err != nil {
 		return nil, fmt.Errorf("mcpguard: mcptoolset: %w", err)
@@ -226,7 +227,7 @@ func (g *Toolset) adopt(ctx context.Context, tools []tool.Tool) []tool.Tool {
 		}
 		if gt == nil {
 			var err error
-			if gt, err = newGuardedTool(ft, g.timeout, g.cb.Mutating(name), g.transport.closed); err != nil {
+			if gt, err = newGuardedTool(ft, g.timeout, g.cb, g.transport.closed); err != nil {
 				g.log.LogAttrs(ctx, slog.LevelError, "mcpguard: tool left out: it cannot be wrapped",
 					slog.String("dependency", g.dep), slog.String("tool", name), slog.String("error", err.Error()))
 				continue

@@ -17,7 +17,9 @@
 //
 // The whole-turn limit is not an agent setting: [Turn] enforces it where the runner is
 // invoked, drains the run so adk-go finishes its bookkeeping, and answers any function
-// call left without a response ([CloseOrphans]).
+// call left without a response ([CloseOrphans]). [NewTurn] checks the timeouts of the
+// agent's tools, and of its tool sets whose tools are listed only when a turn starts
+// ([BoundedToolset], such as an MCP tool set guarded by mcpguard), against it.
 //
 // Every exported type is safe for concurrent use.
 package tooltimeout

@@ -43,9 +43,15 @@ type TurnConfig struct {
 	// Tools are the agent's tools. Each that has a timeout (a *Tool from Wrap) is
 	// checked at construction against Timeout: a whole-turn deadline shorter than a
 	// tool's timeout ends every hang as the turn's deadline, which is neutral, so a
-	// hanging dependency would never trip its breaker. Give Tools or Layers (or both);
-	// NewTurn refuses a configuration with neither, which it could not check.
+	// hanging dependency would never trip its breaker. Give Tools, Toolsets or Layers
+	// (or several); NewTurn refuses a configuration with none, which it could not
+	// check.
 	Tools []tool.Tool
+	// Toolsets are the agent's tool sets (llmagent.Config.Toolsets). Their tools are
+	// listed only when a turn starts, so each that is a BoundedToolset (an
+	// mcpguard.Toolset is) has its per-call timeout checked against Timeout at
+	// construction, as Tools are; others are not checked. Defaults to none.
+	Toolsets []tool.Toolset
 	// RunConfig is passed to every run. Defaults to the zero RunConfig.
 	RunConfig agent.RunConfig
 	// Layers, when set, are validated against Timeout at construction: each must fit
@@ -62,7 +68,8 @@ type Turn struct {
 	cfg TurnConfig
 }
 
-// NewTurn checks the configuration, including that every Layers fits in the turn.
+// NewTurn checks the configuration, including that the timeout of every tool in Tools
+// and every BoundedToolset in Toolsets, and every Layers, fits in the turn.
 func NewTurn(cfg TurnConfig) (*Turn, error) {
 	if cfg.Runner == nil {
 		return nil, errors.New("tooltimeout: TurnConfig.Runner = nil: required")
@@ -76,8 +83,8 @@ func NewTurn(cfg TurnConfig) (*Turn, error) {
 	if cfg.Sessions != nil && cfg.AppName == "" {
 		return nil, errors.New(`tooltimeout: TurnConfig.AppName = "": required with Sessions`)
 	}
-	if len(cfg.Tools) == 0 && len(cfg.Layers) == 0 {
-		return nil, fmt.Errorf("tooltimeout: TurnConfig.Tools and TurnConfig.Layers are both empty: give the agent's tools (or their Layers) so their timeouts can be checked against TurnConfig.Timeout %s", cfg.Timeout)
+	if len(cfg.Tools) == 0 && len(cfg.Toolsets) == 0 && len(cfg.Layers) == 0 {
+		return nil, fmt.Errorf("tooltimeout: TurnConfig.Tools, TurnConfig.Toolsets and TurnConfig.Layers are all empty: give the agent's tools and tool sets (or their Layers) so their timeouts can be checked against TurnConfig.Timeout %s", cfg.Timeout)
 	}
 	for i, t := range cfg.Tools {
 		if t == nil {
@@ -90,6 +97,9 @@ func NewTurn(cfg TurnConfig) (*Turn, error) {
 		if err := (Layers{ToolTimeout: tt.Timeout(), Turn: cfg.Timeout}).Validate(); err != nil {
 			return nil, fmt.Errorf("TurnConfig.Tools[%d] (tool %q, timeout %s) against TurnConfig.Timeout %s: %w", i, t.Name(), tt.Timeout(), cfg.Timeout, err)
 		}
+	}
+	if err := checkToolsets(cfg.Toolsets, cfg.Timeout); err != nil {
+		return nil, err
 	}
 	for i, l := range cfg.Layers {
 		if l.Turn == 0 {

@@ -31,7 +31,7 @@ func TestNewTurnConfigErrors(t *testing.T) {
 		{"no timeout", tooltimeout.TurnConfig{Runner: h.Runner}, "TurnConfig.Timeout = 0s: must be at least 1ms"},
 		{"negative grace", tooltimeout.TurnConfig{Runner: h.Runner, Timeout: time.Second, Grace: -1}, "TurnConfig.Grace = -1ns"},
 		{"nothing to check", tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 10 * time.Second},
-			"TurnConfig.Tools and TurnConfig.Layers are both empty: give the agent's tools (or their Layers) so their timeouts can be checked against TurnConfig.Timeout 10s"},
+			"TurnConfig.Tools, TurnConfig.Toolsets and TurnConfig.Layers are all empty: give the agent's tools and tool sets (or their Layers) so their timeouts can be checked against TurnConfig.Timeout 10s"},
 		{"turn shorter than a tool's timeout", tooltimeout.TurnConfig{Runner: h.Runner, Timeout: 3 * time.Second,
 			Tools: append(tools, tooltimeout.MustWrap(tools[0], tooltimeout.Config{Timeout: 5 * time.Second}))},
 			`TurnConfig.Tools[1] (tool "work", timeout 5s) against TurnConfig.Timeout 3s: tooltimeout: layered timeouts do not fit: tool timeout 5s × 1 attempt = 5s, more than the turn budget 3s`},

@@ -26,6 +26,7 @@ type HTTP struct {
 	finTool  string
 	finLeft  int            // closes left for finTool; negative: every request
 	finReset bool           // reset (RST) instead of closing gracefully
+	finKeep  bool           // close before applying the charge
 	requests map[string]int // tools/call POSTs received, by tool
 	all      int            // every request received
 	auth     string         // the Authorization header of the last request
@@ -93,14 +94,22 @@ func (h *HTTP) Up(t testing.TB) {
 func (h *HTTP) CloseAfterAccept(tool string, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.finTool, h.finLeft, h.finReset = tool, n, false
+	h.finTool, h.finLeft, h.finReset, h.finKeep = tool, n, false, false
+}
+
+// DropAfterAccept is CloseAfterAccept for a server that closes before applying the
+// charge: the client cannot know, and the charge was not made.
+func (h *HTTP) DropAfterAccept(tool string, n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.finTool, h.finLeft, h.finReset, h.finKeep = tool, n, false, true
 }
 
 // ResetAfterAccept is CloseAfterAccept with a reset (RST) instead of a graceful close.
 func (h *HTTP) ResetAfterAccept(tool string, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.finTool, h.finLeft, h.finReset = tool, n, true
+	h.finTool, h.finLeft, h.finReset, h.finKeep = tool, n, true, false
 }
 
 // HangList makes tools/list requests hang until the client gives up (or the test
@@ -146,7 +155,8 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 		var msg struct {
 			Method string `json:"method"`
 			Params struct {
-				Name string `json:"name"`
+				Name string         `json:"name"`
+				Meta map[string]any `json:"_meta"`
 			} `json:"params"`
 		}
 		ok := json.Unmarshal(body, &msg) == nil
@@ -167,14 +177,15 @@ func (h *HTTP) serve(w http.ResponseWriter, r *http.Request) {
 			h.mu.Lock()
 			h.requests[msg.Params.Name]++
 			fin := h.finTool == msg.Params.Name && h.finLeft != 0
-			reset := h.finReset
+			reset, keep := h.finReset, h.finKeep
 			if fin && h.finLeft > 0 {
 				h.finLeft--
 			}
 			h.mu.Unlock()
 			if fin {
-				if msg.Params.Name == Charge {
-					h.Server.charges.Add(1) // accepted and applied
+				h.Server.RecordMeta(msg.Params.Name, msg.Params.Meta)
+				if msg.Params.Name == Charge && !keep {
+					h.Server.Apply(msg.Params.Meta) // accepted and applied
 				}
 				if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 					if tc, ok := conn.(*net.TCPConn); ok && reset {

@@ -12,9 +12,14 @@ import (
 
 // Tool names of the fixture.
 const (
-	Charge = "charge_card" // mutating: charges a card
-	Order  = "get_order"   // read-only: looks an order up
+	Charge = "charge_card"   // mutating: charges a card
+	Order  = "get_order"     // read-only: looks an order up
+	Status = "charge_status" // read-only, added by AddStatus: was a charge applied?
 )
+
+// KeyMeta is the _meta key under which agentbreaker's MCP guard sends a mutation's
+// idempotency key, written out as a server author would (mcpguard.IdempotencyKeyMeta).
+const KeyMeta = "io.github.agentbreaker/idempotency-key"
 
 // Answer is what a tool does with one call: the result it returns, or an error (which
 // the SDK sends as isError), or it blocks until the call's context ends (Hang).
@@ -44,7 +49,9 @@ type Server struct {
 
 	mu      sync.Mutex
 	answers map[string]Answer
-	calls   map[string]int // tool calls the handlers ran, by tool
+	calls   map[string]int              // tool calls the handlers ran, by tool
+	metas   map[string][]map[string]any // the _meta of each tools/call received, by tool
+	applied map[string]bool             // idempotency keys of the charges applied
 	charges atomic.Int64
 	confirm atomic.Bool   // charge_card asks the client to confirm first
 	release chan struct{} // closed to end every hanging call
@@ -57,6 +64,8 @@ func NewServer() *Server {
 		MCP:     mcp.NewServer(&mcp.Implementation{Name: "payments", Version: "v1"}, nil),
 		answers: map[string]Answer{},
 		calls:   map[string]int{},
+		metas:   map[string][]map[string]any{},
+		applied: map[string]bool{},
 		release: make(chan struct{}),
 	}
 	type chargeArgs struct {
@@ -68,6 +77,7 @@ func NewServer() *Server {
 	}
 	mcp.AddTool(s.MCP, &mcp.Tool{Name: Charge, Description: "Charges a card."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in chargeArgs) (*mcp.CallToolResult, any, error) {
+			s.RecordMeta(Charge, req.Params.Meta)
 			if s.confirm.Load() && len(req.Params.InputResponses) == 0 {
 				s.mu.Lock()
 				s.calls[Charge]++
@@ -79,13 +89,14 @@ func NewServer() *Server {
 			}
 			res, err := s.run(ctx, Charge, map[string]any{"card": in.Card, "amount": in.Amount})
 			if res == nil && err == nil {
-				n := s.charges.Add(1)
+				n := s.Apply(req.Params.Meta)
 				return nil, map[string]any{"charged": true, "charge_id": fmt.Sprintf("ch_%d", n), "amount": in.Amount}, nil
 			}
 			return res, nil, err
 		})
 	mcp.AddTool(s.MCP, &mcp.Tool{Name: Order, Description: "Looks an order up."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in orderArgs) (*mcp.CallToolResult, any, error) {
+			s.RecordMeta(Order, req.Params.Meta)
 			res, err := s.run(ctx, Order, map[string]any{"order_id": in.OrderID})
 			if res == nil && err == nil {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "order " + in.OrderID + ": shipped"}}}, nil, nil
@@ -104,6 +115,63 @@ func (s *Server) AddRefund() {
 		func(ctx context.Context, req *mcp.CallToolRequest, in refundArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil, nil
 		})
+}
+
+// AddStatus adds a read-only tool, charge_status, that answers whether a charge with
+// an idempotency key was applied: structured content {"status": "applied"} or
+// {"status": "not_applied"}, as a payment server that keeps the keys of what it applied
+// would.
+func (s *Server) AddStatus() {
+	type statusArgs struct {
+		Key string `json:"idempotency_key" jsonschema:"the idempotency key the charge was sent with"`
+	}
+	mcp.AddTool(s.MCP, &mcp.Tool{Name: Status, Description: "Tells whether a charge was applied."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in statusArgs) (*mcp.CallToolResult, any, error) {
+			s.RecordMeta(Status, req.Params.Meta)
+			if res, err := s.run(ctx, Status, map[string]any{"idempotency_key": in.Key}); res != nil || err != nil {
+				return res, nil, err
+			}
+			s.mu.Lock()
+			applied := s.applied[in.Key]
+			s.mu.Unlock()
+			status := "not_applied"
+			if applied {
+				status = "applied"
+			}
+			return nil, map[string]any{"status": status}, nil
+		})
+}
+
+// RecordMeta notes the _meta of a tools/call of tool.
+func (s *Server) RecordMeta(tool string, meta map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.metas[tool] = append(s.metas[tool], meta)
+}
+
+// Apply applies a charge sent with meta: it counts, and its idempotency key (if any)
+// is remembered as applied. It returns the number of charges applied so far.
+func (s *Server) Apply(meta map[string]any) int64 {
+	n := s.charges.Add(1)
+	if k, ok := meta[KeyMeta].(string); ok {
+		s.mu.Lock()
+		s.applied[k] = true
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Keys returns the idempotency key each tools/call of tool carried in its _meta, in
+// the order received ("" for a call without one).
+func (s *Server) Keys(tool string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, m := range s.metas[tool] {
+		k, _ := m[KeyMeta].(string)
+		out = append(out, k)
+	}
+	return out
 }
 
 // ConfirmCharges makes charge_card ask the client to confirm each charge before it

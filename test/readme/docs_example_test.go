@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
@@ -19,11 +20,15 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/fleet"
+	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/mcpguard"
 	"github.com/agentbreaker/agentbreaker/probe"
+	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
-var _ = []any{probesPage, fleetClientPage, mcpPage, mcpPlainPage, readmeMCP}
+var _ = []any{probesPage, fleetClientPage, mcpPage, mcpPlainPage, readmeMCP, toolsTurnPage, mcpStatusPage, mcpServerPage}
 
 // probesPage is docs/probes.md's "Configuring a probe".
 func probesPage(ctx context.Context, pingTickets func(context.Context) error) error {
@@ -101,4 +106,56 @@ func readmeMCP(guard *callbacks.Callbacks) (*mcpguard.Toolset, error) {
 		Toolset:    mcptoolset.Config{Endpoint: "http://payments.internal/mcp"},
 	})
 	return payments, err
+}
+
+// toolsTurnPage is docs/tools.md's turn check with an MCP tool set.
+func toolsTurnPage(r *runner.Runner, tools []tool.Tool, payments *mcpguard.Toolset) (*tooltimeout.Turn, error) {
+	turn, err := tooltimeout.NewTurn(tooltimeout.TurnConfig{Runner: r, Timeout: time.Minute,
+		Tools: tools, Toolsets: []tool.Toolset{payments}}) // payments: an mcpguard.Toolset, 30 s per call
+	return turn, err
+}
+
+// mcpStatusPage is docs/mcp.md's status lookup for an MCP dependency.
+func mcpStatusPage(ctx context.Context, deps *dependencymap.Map) error {
+	paymentsTools := mcptoolset.Config{Endpoint: "http://payments.internal/mcp"}
+	// Asks the server's read-only charge_status tool whether a key was applied.
+	paymentsStatus, err := mcpguard.StatusLookup(paymentsTools, "charge_status")
+	if err != nil {
+		return err
+	}
+	j, err := journal.Open(ctx, journal.Config{
+		Backend: sqlite.Backend{Path: "/var/lib/agent/intents.db"},
+		Lookups: map[string]journal.StatusLookup{"payments": paymentsStatus},
+	})
+	if err != nil {
+		return err
+	}
+	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{
+		MutatingTools: []string{"charge_card"},
+		Retry:         retry.MustNew(retry.Config{Journal: j.ForRetry()}),
+		Journal:       j,
+	}})
+	payments, err := mcpguard.New(mcpguard.Config{Dependency: "payments", Callbacks: guard, Toolset: paymentsTools})
+	if err != nil {
+		return err
+	}
+	defer payments.Close()
+	report, err := j.Reconcile(ctx) // at start-up and periodically: asks charge_status about each UNKNOWN charge
+
+	_ = report
+	return err
+}
+
+// mcpServerPage is docs/mcp.md's status tool, on the server's side.
+func mcpServerPage(server *mcp.Server, applied func(key string) bool) {
+	type statusArgs struct {
+		Key string `json:"idempotency_key"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "charge_status", Description: "Tells whether a charge was applied."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in statusArgs) (*mcp.CallToolResult, any, error) {
+			if applied(in.Key) { // the keys the charges arrived with: req.Params.Meta[mcpguard.IdempotencyKeyMeta]
+				return nil, map[string]any{"status": "applied"}, nil
+			}
+			return nil, map[string]any{"status": "not_applied"}, nil
+		})
 }
