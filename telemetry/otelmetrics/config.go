@@ -12,6 +12,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
@@ -66,7 +67,7 @@ type FleetErrorSource interface {
 }
 
 // FleetErrorClasses bounds the rows of agentbreaker.fleet.sync_errors.
-const FleetErrorClasses = 4
+const FleetErrorClasses = metrics.FleetErrorClasses
 
 // DefaultDurationBuckets are the call duration histogram's bucket bounds, in seconds:
 // those of the Prometheus telemetry, so that histogram_quantile reads the same.
