@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultMaxSeries is the default of Config.MaxSeries.
-const DefaultMaxSeries = 10000
+const DefaultMaxSeries = metrics.DefaultMaxSeries
 
 // MaxLabelLength caps a label value, in bytes. A longer name (a model can invent one of
 // any length) is cut at a character boundary and ends in "…", so one call cannot make
@@ -18,13 +18,7 @@ const MaxLabelLength = bound.MaxLabelLength
 // that do not depend on names. With the defaults it is DefaultSeriesBound. A fleet
 // (Config.Fleet, or one given to Telemetry.WatchFleet later) adds FleetSeries.
 func (c Config) SeriesBound() int {
-	if c.MaxSeries == 0 {
-		c.MaxSeries = DefaultMaxSeries
-	}
-	if c.DurationBuckets == nil {
-		c.DurationBuckets = DefaultDurationBuckets
-	}
-	return metrics.SeriesBound(c.MaxSeries, c.DurationBuckets, c.Fleet != nil)
+	return metrics.SeriesBound(c.MaxSeries, c.DurationBuckets, DefaultDurationBuckets, c.Fleet != nil)
 }
 
 // DefaultSeriesBound is Config{}.SeriesBound(): the worst case with the default

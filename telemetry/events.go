@@ -134,20 +134,12 @@ func (t *Telemetry) RouteServing(model, region string) {
 
 // FallbackShare sets the share of recent turns served by a fallback route. A value
 // outside [0, 1] is logged and ignored.
-func (t *Telemetry) FallbackShare(share float64) {
-	if t != nil {
-		t.s.FallbackShare(share)
-	}
-}
+func (t *Telemetry) FallbackShare(share float64) { t.state().FallbackShare(share) }
 
 // JournalPending sets how many journal intents await reconciliation and when the
 // oldest was written; its age is computed at each scrape. A negative count is logged
 // and ignored.
-func (t *Telemetry) JournalPending(n int, oldest time.Time) {
-	if t != nil {
-		t.s.JournalPending(n, oldest)
-	}
-}
+func (t *Telemetry) JournalPending(n int, oldest time.Time) { t.state().JournalPending(n, oldest) }
 
 var _ observe.Spans = (*Telemetry)(nil)
 
@@ -155,18 +147,12 @@ var _ observe.Spans = (*Telemetry)(nil)
 // "agentbreaker.shed" event. The shed counts are read from the throttles at scrape
 // time (WatchThrottles) and the callbacks write the log record, so this only
 // annotates.
-func (t *Telemetry) Shed(ctx context.Context, s observe.Shed) {
-	if t != nil {
-		t.s.Shed(ctx, s)
-	}
-}
+func (t *Telemetry) Shed(ctx context.Context, s observe.Shed) { t.state().Shed(ctx, s) }
 
 // TransitionDuring adds the dependency's latest breaker transition to the span in
 // ctx, as an "agentbreaker.transition" event with the keys of the transition's log
 // record. A breaker folded into "other" by the series budget has no record kept, and
 // no event.
 func (t *Telemetry) TransitionDuring(ctx context.Context, dependency string) {
-	if t != nil {
-		t.s.TransitionDuring(ctx, dependency)
-	}
+	t.state().TransitionDuring(ctx, dependency)
 }

@@ -1,36 +1,34 @@
 package telemetry
 
-import (
-	"iter"
+import "github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
 
-	"github.com/agentbreaker/agentbreaker/adaptivelimit"
-	"github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
-	"github.com/agentbreaker/agentbreaker/throttle"
-)
+// BreakerSource lists breakers whose state is read at scrape time (Breakers, sorted
+// by name) and looks one up by dependency or model key (Get). *dependencymap.Map
+// implements it. It must be safe for concurrent use: scrapes and log records read it
+// while calls run.
+type BreakerSource = metrics.BreakerSource
 
-// FleetSource is what the telemetry reads at scrape time from fleet mode (package
-// fleet), through this interface so that this package does not import a Redis client:
-// *fleet.Fleet implements it. Implementations must be safe for concurrent use and must
-// not block on the network (scrapes call them).
-type FleetSource interface {
-	// Scope returns "fleet" while the named breaker follows the fleet, "local" while it
-	// decides alone (Redis unreachable, or not synced yet) and "" when no breaker of
-	// that name is attached.
-	Scope(dependency string) string
-	// Counters returns the fleet's counters since it started: successful sync rounds,
-	// failed ones, Redis outages (the first failed sync of each) and Redis commands sent.
-	Counters() (syncs, failures, outages, commands int64)
-}
+// ThrottleSource lists the throttles whose state is read at scrape time (Throttles,
+// sorted by name). *dependencymap.Map implements it.
+type ThrottleSource = metrics.ThrottleSource
+
+// LimitSource lists the adaptive concurrency limits whose state is read at scrape
+// time (Limiters, sorted by name). *dependencymap.Map implements it.
+type LimitSource = metrics.LimitSource
+
+// FleetSource is what the telemetry reads at scrape time from fleet mode, without
+// importing a Redis client: Scope(dependency) is "fleet" while the breaker follows
+// the fleet, "local" while it decides alone and "" when no breaker of that name is
+// attached; Counters are its sync rounds, failed rounds, Redis outages and Redis
+// commands since it started. *fleet.Fleet implements it. It must not block on the
+// network.
+type FleetSource = metrics.FleetSource
 
 // FleetErrorSource is implemented by a FleetSource that classifies its failed syncs
-// (*fleet.Fleet does): the telemetry then exports agentbreaker_fleet_sync_errors_total
-// with an error label per class ("auth", "protocol", "unreachable", "timeout"), so that
-// an alert or a dashboard tells wrong credentials from a network fault. SyncErrors
-// yields each class with its count since the source started; the telemetry exports at
-// most FleetErrorClasses of them. It must not block on the network.
-type FleetErrorSource interface {
-	SyncErrors() iter.Seq2[string, int64]
-}
+// (*fleet.Fleet does): SyncErrors yields each class ("auth", "protocol",
+// "unreachable", "timeout") with its count, exported as
+// agentbreaker_fleet_sync_errors_total{error}, at most FleetErrorClasses of them.
+type FleetErrorSource = metrics.FleetErrorSource
 
 // FleetErrorClasses bounds the rows of agentbreaker_fleet_sync_errors_total.
 const FleetErrorClasses = metrics.FleetErrorClasses
@@ -40,18 +38,3 @@ const FleetErrorClasses = metrics.FleetErrorClasses
 // the FleetErrorClasses rows of agentbreaker_fleet_sync_errors_total. The per-breaker
 // rows of agentbreaker_fleet_local are charged to Config.MaxSeries.
 const FleetSeries = metrics.FleetSeries
-
-// ThrottleSource lists the throttles whose state is read at scrape time.
-// *dependencymap.Map implements it. Implementations must be safe for concurrent use.
-type ThrottleSource interface {
-	// Throttles returns every throttle, sorted by name.
-	Throttles() []*throttle.Throttle
-}
-
-// LimitSource lists the adaptive concurrency limits whose state is read at scrape
-// time. *dependencymap.Map implements it. Implementations must be safe for concurrent
-// use.
-type LimitSource interface {
-	// Limiters returns every adaptive limit, sorted by name.
-	Limiters() []*adaptivelimit.Limiter
-}

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"log/slog"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,9 +22,6 @@ type Telemetry struct {
 	log *slog.Logger
 	s   *metrics.State
 	p   *collectors
-
-	model1   sync.Once
-	modelObs *ModelObserver
 }
 
 var (
@@ -88,18 +84,12 @@ func (s scrape) Observe(id metrics.ID, v float64, labels ...string) {
 // *ConfigError for an invalid field, or the registerer's error (for example when
 // another Telemetry is already registered there).
 func New(cfg Config) (*Telemetry, error) {
-	cfg, err := cfg.withDefaults()
+	mc, err := cfg.settings()
 	if err != nil {
 		return nil, err
 	}
-	p := newCollectors(cfg.DurationBuckets)
-	t := &Telemetry{
-		reg: cfg.Registerer,
-		log: cfg.Logger,
-		p:   p,
-		s: metrics.New(metrics.Config{Logger: cfg.Logger, Clock: cfg.Clock, MaxLabelValues: cfg.MaxLabelValues,
-			MaxSeries: cfg.MaxSeries, DurationBuckets: cfg.DurationBuckets}, p),
-	}
+	p := newCollectors(mc.DurationBuckets)
+	t := &Telemetry{reg: cfg.Registerer, log: mc.Logger, p: p, s: metrics.New(mc, p)}
 	if cfg.Breakers != nil {
 		t.Watch(cfg.Breakers)
 	}
@@ -113,46 +103,24 @@ func New(cfg Config) (*Telemetry, error) {
 }
 
 // MustNew is New for configurations known to be valid; it panics on error.
-func MustNew(cfg Config) *Telemetry {
-	t, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+func MustNew(cfg Config) *Telemetry { return metrics.Must(New(cfg)) }
 
 // Watch adds a source of breakers read at every scrape. A breaker whose name an earlier
 // source already listed is skipped. Watch is safe to call at any time.
-func (t *Telemetry) Watch(src BreakerSource) {
-	if t != nil && src != nil {
-		t.s.Watch(src)
-	}
-}
+func (t *Telemetry) Watch(src BreakerSource) { t.state().Watch(src) }
 
 // WatchThrottles adds a source of throttles read at every scrape. A throttle whose name
 // an earlier source already listed is skipped. It is safe to call at any time.
-func (t *Telemetry) WatchThrottles(src ThrottleSource) {
-	if t != nil && src != nil {
-		t.s.WatchThrottles(src)
-	}
-}
+func (t *Telemetry) WatchThrottles(src ThrottleSource) { t.state().WatchThrottles(src) }
 
 // WatchLimits adds a source of adaptive limits read at every scrape. A limit whose name
 // an earlier source already listed is skipped. It is safe to call at any time.
-func (t *Telemetry) WatchLimits(src LimitSource) {
-	if t != nil && src != nil {
-		t.s.WatchLimits(src)
-	}
-}
+func (t *Telemetry) WatchLimits(src LimitSource) { t.state().WatchLimits(src) }
 
 // WatchFleet reads src at every scrape: its counters, and the scope of every watched
 // breaker it has attached. A later call replaces the source; nil stops the fleet
 // metrics. It is safe to call at any time. Config.Fleet does the same at construction.
-func (t *Telemetry) WatchFleet(src FleetSource) {
-	if t != nil {
-		t.s.WatchFleet(src)
-	}
-}
+func (t *Telemetry) WatchFleet(src FleetSource) { t.state().WatchFleet(src) }
 
 // Unregister removes the collectors from the registerer they were registered on, so a
 // process can replace its Telemetry. It reports whether they were registered.
@@ -184,4 +152,13 @@ func (t *Telemetry) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	t.s.Collect(scrape{t.p, ch})
+}
+
+// state is the exporter-neutral state, nil for a nil *Telemetry (its methods are
+// no-ops on nil).
+func (t *Telemetry) state() *metrics.State {
+	if t == nil {
+		return nil
+	}
+	return t.s
 }

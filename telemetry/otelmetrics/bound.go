@@ -14,11 +14,5 @@ const FleetSeries = metrics.FleetSeries
 // telemetry.Config.SeriesBound for the same caps. A fleet (Config.Fleet or
 // WatchFleet) adds FleetSeries.
 func (c Config) SeriesBound() int {
-	if c.MaxSeries == 0 {
-		c.MaxSeries = DefaultMaxSeries
-	}
-	if c.DurationBuckets == nil {
-		c.DurationBuckets = DefaultDurationBuckets
-	}
-	return metrics.SeriesBound(c.MaxSeries, c.DurationBuckets, c.Fleet != nil)
+	return metrics.SeriesBound(c.MaxSeries, c.DurationBuckets, DefaultDurationBuckets, c.Fleet != nil)
 }

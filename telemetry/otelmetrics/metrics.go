@@ -2,7 +2,6 @@ package otelmetrics
 
 import (
 	"context"
-	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -30,9 +29,6 @@ type Metrics struct {
 	s   *metrics.State
 	in  *instruments
 	reg metric.Registration
-
-	model1   sync.Once
-	modelObs *ModelObserver
 }
 
 var (
@@ -44,7 +40,7 @@ var (
 // registers their collection callback. It returns a *ConfigError for an invalid field,
 // or the meter's error.
 func New(cfg Config) (*Metrics, error) {
-	cfg, err := cfg.withDefaults()
+	mc, err := cfg.settings()
 	if err != nil {
 		return nil, err
 	}
@@ -53,12 +49,11 @@ func New(cfg Config) (*Metrics, error) {
 		m.s.Collect(&collection{in: m.in, o: o, kvs: make([]attribute.KeyValue, 0, 4)})
 		return nil
 	}
-	m.in, m.reg, err = makeInstruments(cfg.MeterProvider.Meter(ScopeName), cfg.DurationBuckets, collect)
+	m.in, m.reg, err = makeInstruments(cfg.MeterProvider.Meter(ScopeName), mc.DurationBuckets, collect)
 	if err != nil {
 		return nil, err
 	}
-	m.s = metrics.New(metrics.Config{Logger: cfg.Logger, Clock: cfg.Clock, MaxLabelValues: cfg.MaxLabelValues,
-		MaxSeries: cfg.MaxSeries, DurationBuckets: cfg.DurationBuckets}, m.in)
+	m.s = metrics.New(mc, m.in)
 	if cfg.Breakers != nil {
 		m.Watch(cfg.Breakers)
 	}
@@ -75,13 +70,7 @@ func New(cfg Config) (*Metrics, error) {
 }
 
 // MustNew is New for configurations known to be valid; it panics on error.
-func MustNew(cfg Config) *Metrics {
-	m, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
+func MustNew(cfg Config) *Metrics { return metrics.Must(New(cfg)) }
 
 // Close unregisters the collection callback: the observable instruments report
 // nothing more. The synchronous ones keep what they counted.
@@ -94,33 +83,26 @@ func (m *Metrics) Close() error {
 
 // Watch adds a source of breakers read at every collection. A breaker whose name an
 // earlier source already listed is skipped. It is safe to call at any time.
-func (m *Metrics) Watch(src BreakerSource) {
-	if m != nil && src != nil {
-		m.s.Watch(src)
-	}
-}
+func (m *Metrics) Watch(src BreakerSource) { m.state().Watch(src) }
 
 // WatchThrottles adds a source of throttles read at every collection. It is safe to
 // call at any time.
-func (m *Metrics) WatchThrottles(src ThrottleSource) {
-	if m != nil && src != nil {
-		m.s.WatchThrottles(src)
-	}
-}
+func (m *Metrics) WatchThrottles(src ThrottleSource) { m.state().WatchThrottles(src) }
 
 // WatchLimits adds a source of adaptive concurrency limits read at every collection.
 // A limit whose name an earlier source already listed is skipped. It is safe to call
 // at any time.
-func (m *Metrics) WatchLimits(src LimitSource) {
-	if m != nil && src != nil {
-		m.s.WatchLimits(src)
-	}
-}
+func (m *Metrics) WatchLimits(src LimitSource) { m.state().WatchLimits(src) }
 
 // WatchFleet reads src at every collection; a later call replaces it, nil stops the
 // fleet instruments.
-func (m *Metrics) WatchFleet(src FleetSource) {
-	if m != nil {
-		m.s.WatchFleet(src)
+func (m *Metrics) WatchFleet(src FleetSource) { m.state().WatchFleet(src) }
+
+// state is the exporter-neutral state, nil for a nil *Metrics (its methods are no-ops
+// on nil).
+func (m *Metrics) state() *metrics.State {
+	if m == nil {
+		return nil
 	}
+	return m.s
 }

@@ -84,6 +84,9 @@ func (r *depRecord) count(e breaker.Event, tr transition) {
 // not make by itself costs one more series the first time; past the budget it is
 // counted under "other", while the breaker's own time-open accounting goes on.
 func (s *State) BreakerEvent(e breaker.Event) {
+	if s == nil {
+		return
+	}
 	name := s.dependency.Value(e.Breaker)
 	tr := transition{e.From, e.To, e.Cause}
 	own := name != Other && s.admit(famBreaker, breakerSeries, name)

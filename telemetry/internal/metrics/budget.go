@@ -71,8 +71,15 @@ const (
 		int(numFamilies) + 2 + 1 + 1
 )
 
-// SeriesBound is the most series an exporter exports whatever names it is fed.
-func SeriesBound(maxSeries int, buckets []float64, fleet bool) int {
+// SeriesBound is the most series an exporter exports whatever names it is fed; zero
+// values mean DefaultMaxSeries and defaultBuckets.
+func SeriesBound(maxSeries int, buckets, defaultBuckets []float64, fleet bool) int {
+	if maxSeries == 0 {
+		maxSeries = DefaultMaxSeries
+	}
+	if buckets == nil {
+		buckets = defaultBuckets
+	}
 	n := maxSeries + FixedSeries + outcomes*(len(buckets)+3)
 	if fleet {
 		n += FleetSeries

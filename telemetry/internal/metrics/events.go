@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/classify"
-	"github.com/agentbreaker/agentbreaker/dependencymap"
-	"github.com/agentbreaker/agentbreaker/modelfailover"
 	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
 	"github.com/agentbreaker/agentbreaker/telemetry/internal/span"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
@@ -20,6 +18,9 @@ func Attempt(n int) int { return max(n, 1) }
 // ShortCircuit counts a call its breaker answered without sending it and adds the
 // decision to the span in ctx.
 func (s *State) ShortCircuit(ctx context.Context, sc observe.ShortCircuit) {
+	if s == nil {
+		return
+	}
 	dep, tool, state := s.dependency.Required(sc.Dependency), s.tool.Value(sc.Tool), sc.State.String()
 	if !s.admit(famShortCircuits, 1, dep, tool, state) {
 		dep, tool = Other, Other
@@ -34,6 +35,9 @@ func (s *State) ShortCircuit(ctx context.Context, sc observe.ShortCircuit) {
 // CallOutcome counts and times one attempt that was sent and adds it to the span in
 // ctx.
 func (s *State) CallOutcome(ctx context.Context, c observe.Call) {
+	if s == nil {
+		return
+	}
 	dep := s.dependency.Required(c.Dependency)
 	outcome := c.Outcome.String()
 	class := string(c.Class)
@@ -70,6 +74,9 @@ func (s *State) CallOutcome(ctx context.Context, c observe.Call) {
 // BulkheadRejected counts a call refused by a full bulkhead and adds it to the span in
 // ctx.
 func (s *State) BulkheadRejected(ctx context.Context, dependency string) {
+	if s == nil {
+		return
+	}
 	s.rec.Record(ctx, Bulkhead, 1, [4]string{s.admitOne(famBulkhead, s.dependency.Required(dependency))})
 	span.Annotate(ctx, span.Decision{Kind: span.DecisionBulkheadRejected, Dependency: dependency,
 		Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull})
@@ -78,12 +85,18 @@ func (s *State) BulkheadRejected(ctx context.Context, dependency string) {
 // RetryBudgetExhausted counts a retry refused by a spent budget and adds it to the span
 // in ctx.
 func (s *State) RetryBudgetExhausted(ctx context.Context, dependency string) {
+	if s == nil {
+		return
+	}
 	s.rec.Record(ctx, RetryBudget, 1, [4]string{s.admitOne(famBudget, s.dependency.Required(dependency))})
 	span.Annotate(ctx, span.Decision{Kind: span.DecisionRetryBudgetExhausted, Dependency: dependency})
 }
 
 // Failover counts a model call moved to the next route and adds it to the span in ctx.
 func (s *State) Failover(ctx context.Context, f observe.Failover) {
+	if s == nil {
+		return
+	}
 	s.countRoute(ctx, Failovers, f.From, f.To, f.Cause)
 	span.Annotate(ctx, span.Decision{Kind: span.DecisionFailover, Dependency: f.From, Attempt: Attempt(f.Attempt), From: f.From, To: f.To, Cause: f.Cause})
 }
@@ -106,40 +119,13 @@ func (s *State) countRoute(ctx context.Context, id ID, from, to, cause string) {
 	s.rec.Record(ctx, id, 1, [4]string{lf, lt, lc})
 }
 
-// ObserveCall counts a call a fallback answered (modelfailover.Observer).
-func (s *State) ObserveCall(ctx context.Context, c modelfailover.Call) {
-	if c.ServedBy == modelfailover.ServedFallback {
-		s.countRoute(ctx, FallbackCalls, routeKey(c.FallbackFrom), routeKey(c.Route), string(c.FallbackCause))
-	}
-}
-
-// ObserveFailover counts one change of serving route and adds it to the span in ctx
-// (modelfailover.Observer).
-func (s *State) ObserveFailover(ctx context.Context, e modelfailover.Event) {
-	from, to, cause := routeKey(e.From), routeKey(e.To), string(e.Cause)
-	if cause == "" {
-		cause = bound.Unknown
-	}
-	s.countRoute(ctx, Failovers, from, to, cause)
-	if ctx != nil {
-		span.Annotate(ctx, span.Decision{Kind: span.DecisionFailover, Dependency: from, State: e.BreakerState.String(),
-			PolicyVersion: e.PolicyVersion, From: from, To: to, Cause: cause})
-	}
-}
-
-// routeKey names a route the way the breakers are named: model@region, or the
-// pseudo-route's name when no model is behind it.
-func routeKey(e modelfailover.Endpoint) string {
-	if e.Model == "" {
-		return e.Name
-	}
-	return dependencymap.ModelKey(e.Model, e.Region)
-}
-
 // RouteServing marks the model route serving calls now: its gauge reads 1 and the
 // previous route's reads 0. It reports whether the serving route changed; an empty
 // model is logged and ignored.
 func (s *State) RouteServing(model, region string) (changed bool) {
+	if s == nil {
+		return false
+	}
 	if model == "" {
 		s.log.Warn("agentbreaker: RouteServing called with an empty model name; ignored", "region", region)
 		return false
@@ -163,6 +149,9 @@ func (s *State) RouteServing(model, region string) (changed bool) {
 // FallbackShare sets the share of recent turns served by a fallback route. A value
 // outside [0, 1] is logged and ignored.
 func (s *State) FallbackShare(share float64) {
+	if s == nil {
+		return
+	}
 	if math.IsNaN(share) || share < 0 || share > 1 {
 		s.log.Warn("agentbreaker: FallbackShare outside [0, 1]; ignored", "share", share)
 		return
@@ -175,6 +164,9 @@ func (s *State) FallbackShare(share float64) {
 // JournalPending sets how many journal intents await reconciliation and when the
 // oldest was written. A negative count is logged and ignored.
 func (s *State) JournalPending(n int, oldest time.Time) {
+	if s == nil {
+		return
+	}
 	if n < 0 {
 		s.log.Warn("agentbreaker: JournalPending with a negative count; ignored", "n", n)
 		return
@@ -188,6 +180,9 @@ func (s *State) JournalPending(n int, oldest time.Time) {
 // counter, a span event) or that call's return (the gauge down, under the label the
 // abandonment used: never a new series on the way out).
 func (s *State) ToolAbandoned(ctx context.Context, a tooltimeout.Abandon) {
+	if s == nil {
+		return
+	}
 	tool := s.tool.Required(a.Tool)
 	if a.Returned {
 		if !s.budget.Known(bound.Key{Fam: uint8(famAbandoned), Labels: [4]string{tool}}) {
@@ -205,6 +200,9 @@ func (s *State) ToolAbandoned(ctx context.Context, a tooltimeout.Abandon) {
 // Shed adds a call the dependency's throttle held back to the span in ctx. The shed
 // counts are read from the throttles at collection time.
 func (s *State) Shed(ctx context.Context, sh observe.Shed) {
+	if s == nil {
+		return
+	}
 	if !span.Recording(ctx) {
 		return
 	}
@@ -215,6 +213,9 @@ func (s *State) Shed(ctx context.Context, sh observe.Shed) {
 
 // TransitionDuring adds the dependency's latest breaker transition to the span in ctx.
 func (s *State) TransitionDuring(ctx context.Context, dependency string) {
+	if s == nil {
+		return
+	}
 	if !span.Recording(ctx) {
 		return
 	}

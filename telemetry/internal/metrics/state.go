@@ -2,18 +2,14 @@ package metrics
 
 import (
 	"context"
-	"iter"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/agentbreaker/agentbreaker/adaptivelimit"
-	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
-	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // Other replaces label values past a cap.
@@ -29,40 +25,6 @@ type Recorder interface {
 // Observer takes the values of the other rows at collection time.
 type Observer interface {
 	Observe(id ID, v float64, labels ...string)
-}
-
-// BreakerSource is what both exporters' BreakerSource declares.
-type BreakerSource interface {
-	Breakers() []*breaker.Breaker
-	Get(key string) (*breaker.Breaker, bool)
-}
-
-// ThrottleSource is what both exporters' ThrottleSource declares.
-type ThrottleSource interface{ Throttles() []*throttle.Throttle }
-
-// LimitSource is what both exporters' LimitSource declares.
-type LimitSource interface {
-	Limiters() []*adaptivelimit.Limiter
-}
-
-// FleetSource is what both exporters' FleetSource declares.
-type FleetSource interface {
-	Scope(dependency string) string
-	Counters() (syncs, failures, outages, commands int64)
-}
-
-// FleetErrorSource is what both exporters' FleetErrorSource declares.
-type FleetErrorSource interface {
-	SyncErrors() iter.Seq2[string, int64]
-}
-
-// Config is what State needs from an exporter's configuration, defaults applied.
-type Config struct {
-	Logger          *slog.Logger
-	Clock           clock.Clock
-	MaxLabelValues  int
-	MaxSeries       int
-	DurationBuckets []float64
 }
 
 // State is what both exporters keep and read: it is safe for concurrent use, and no
@@ -97,6 +59,9 @@ type State struct {
 	dependency, tool, model, region, errorClass, cause, route *bound.Guard
 
 	histCost int // series of one call-duration child
+
+	model1   sync.Once
+	modelObs *ModelObserver
 }
 
 // New returns the state of one exporter, which records through rec.
@@ -138,25 +103,40 @@ func load[T any](list *atomic.Pointer[[]T]) []T {
 }
 
 // Watch adds a source of breakers read at every collection.
-func (s *State) Watch(src BreakerSource) { add(&s.sourceMu, &s.sources, src) }
+func (s *State) Watch(src BreakerSource) {
+	if s == nil || src == nil {
+		return
+	}
+	add(&s.sourceMu, &s.sources, src)
+}
 
 // WatchThrottles adds a source of throttles read at every collection.
-func (s *State) WatchThrottles(src ThrottleSource) { add(&s.sourceMu, &s.throttleSources, src) }
+func (s *State) WatchThrottles(src ThrottleSource) {
+	if s == nil || src == nil {
+		return
+	}
+	add(&s.sourceMu, &s.throttleSources, src)
+}
 
 // WatchLimits adds a source of adaptive limits read at every collection.
-func (s *State) WatchLimits(src LimitSource) { add(&s.sourceMu, &s.limitSources, src) }
+func (s *State) WatchLimits(src LimitSource) {
+	if s == nil || src == nil {
+		return
+	}
+	add(&s.sourceMu, &s.limitSources, src)
+}
 
 // WatchFleet reads src at every collection; nil stops the fleet rows.
 func (s *State) WatchFleet(src FleetSource) {
+	if s == nil {
+		return
+	}
 	if src == nil {
 		s.fleet.Store(nil)
 		return
 	}
 	s.fleet.Store(&src)
 }
-
-// WatchFailover reads f's serving route and fallback share at every collection.
-func (s *State) WatchFailover(f *modelfailover.Failover) { s.failover.Store(f) }
 
 // BreakerInfo returns the current state and policy version of a dependency's breaker,
 // or empty strings when no watched source knows it.
