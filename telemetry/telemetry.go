@@ -146,12 +146,12 @@ func (t *Telemetry) Describe(ch chan<- *prometheus.Desc) {
 // sources. Whatever names it was fed, a scrape holds at most Config.SeriesBound()
 // series and every label value is valid UTF-8 without control characters.
 func (t *Telemetry) Collect(ch chan<- prometheus.Metric) {
+	t.s.Collect(scrape{t.p, ch}) // first: it puts the series known in advance at 0
 	for _, v := range t.p.vecs {
 		if v != nil {
 			v.Collect(ch)
 		}
 	}
-	t.s.Collect(scrape{t.p, ch})
 }
 
 // state is the exporter-neutral state, nil for a nil *Telemetry (its methods are

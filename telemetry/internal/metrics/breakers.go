@@ -204,6 +204,7 @@ func (s *State) collectBreakers(o Observer) {
 		collectOther(o, oth, folded, now)
 	}
 	s.collectFleet(o, byLabel, folded)
+	s.prime(byLabel)
 }
 
 func observeTransitions(o Observer, name string, r depRecord) {

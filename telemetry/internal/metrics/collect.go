@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"maps"
 	"slices"
 
@@ -25,6 +26,47 @@ func (s *State) Collect(o Observer) {
 	for f := range numFamilies {
 		o.Observe(SeriesOverflow, float64(s.budget.Folded(uint8(f))), Rows[familyRows[f]].Prom)
 	}
+}
+
+// toolLister is a BreakerSource that also names each dependency's tools
+// (*dependencymap.Map does).
+type toolLister interface{ Tools(key string) []string }
+
+// prime puts at 0 the call-path series whose labels are known in advance, as
+// client_golang advises, so that rate() and alerts work from the first scrape rather
+// than from the first event: the bulkhead and retry-budget counters of every watched
+// dependency, and the abandoned-call gauge and counter of every tool a source names.
+// It runs after the breakers are read, so a breaker's own series come first: a
+// primed series costs one series of the budget the first time, and past it (or for a
+// breaker folded into "other") the "other" row is primed instead, as the event
+// would be counted.
+func (s *State) prime(byLabel map[string]*breaker.Breaker) {
+	for _, src := range load(&s.sources) {
+		tools, _ := src.(toolLister)
+		for _, b := range src.Breakers() {
+			dep := s.dependency.Value(b.Name())
+			if byLabel[dep] != b {
+				dep = Other // folded, or an earlier source's breaker of that name
+			}
+			s.primeOne(famBulkhead, Bulkhead, dep)
+			s.primeOne(famBudget, RetryBudget, dep)
+			if tools == nil {
+				continue
+			}
+			for _, name := range tools.Tools(b.Name()) {
+				tool := s.tool.Value(name)
+				s.primeOne(famAbandonedTotal, AbandonedTotal, tool)
+				s.primeOne(famAbandoned, Abandoned, tool)
+			}
+		}
+	}
+}
+
+func (s *State) primeOne(f family, id ID, label string) {
+	if label != Other && !s.tryAdmit(f, 1, label) {
+		label = Other
+	}
+	s.rec.Record(context.Background(), id, 0, [4]string{label})
 }
 
 // collectGauges reports the values other packages push, once they have pushed one: a
