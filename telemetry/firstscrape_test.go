@@ -24,7 +24,7 @@ func TestFirstScrapeHoldsTheCallPathFamiliesAtZero(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg})
 	deps := dependencymap.MustNew(dependencymap.Config{
-		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"crm_lookup"}}},
+		Dependencies:  map[string]dependencymap.Dependency{"crm": {Tools: []string{"crm_lookup"}}},
 		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
 	})
 	tel.Watch(deps)
