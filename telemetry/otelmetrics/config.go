@@ -23,15 +23,19 @@ type ConfigError = agentbreaker.ConfigError
 // package that does not import the Prometheus client, so one value feeds both paths.
 // A BreakerSource lists breakers (Breakers) and looks one up by dependency or model
 // key (Get); a ThrottleSource lists throttles (Throttles); a LimitSource lists
-// adaptive concurrency limits (Limiters): *dependencymap.Map is all three. A
-// FleetSource is fleet mode's view, each breaker's Scope ("fleet", "local", or ""
-// when not attached) and the fleet's Counters; a FleetErrorSource also classifies its
-// failed syncs (SyncErrors, at most FleetErrorClasses classes exported): *fleet.Fleet
-// is both. Each must be safe for concurrent use and must not block on the network.
+// adaptive concurrency limits (Limiters): *dependencymap.Map is all three. Each must
+// be safe for concurrent use.
 type (
-	BreakerSource    = metrics.BreakerSource
-	ThrottleSource   = metrics.ThrottleSource
-	LimitSource      = metrics.LimitSource
+	BreakerSource  = metrics.BreakerSource
+	ThrottleSource = metrics.ThrottleSource
+	LimitSource    = metrics.LimitSource
+)
+
+// A FleetSource is fleet mode's view, each breaker's Scope ("fleet", "local", or ""
+// when not attached) and the fleet's Counters; a FleetErrorSource also classifies its
+// failed syncs (SyncErrors, at most FleetErrorClasses classes exported).
+// *fleet.Fleet is both. Neither may block on the network.
+type (
 	FleetSource      = metrics.FleetSource
 	FleetErrorSource = metrics.FleetErrorSource
 )

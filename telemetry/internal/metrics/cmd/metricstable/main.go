@@ -18,10 +18,10 @@ func main() {
 		os.Exit(2)
 	}
 	if os.Args[1] == "prometheus" {
-		fmt.Println("| Metric | Type | Labels | Meaning | Appears |")
-		fmt.Println("|---|---|---|---|---|")
+		fmt.Println("| Metric | Type | Labels | Meaning | Appears | Series |")
+		fmt.Println("|---|---|---|---|---|---|")
 		for _, r := range metrics.Rows {
-			fmt.Printf("| `%s` | %s | %s | %s | %s |\n", r.Prom, promType[r.Kind], strings.Join(r.Labels, ", "), r.Doc, r.Appears)
+			fmt.Printf("| `%s` | %s | %s | %s | %s | %s |\n", r.Prom, promType[r.Kind], strings.Join(r.Labels, ", "), r.Doc, r.Appears, series(r))
 		}
 		return
 	}
@@ -34,6 +34,19 @@ func main() {
 		}
 		fmt.Printf("| `%s` | %s | %s | `%s` |\n", r.Name, unit, otelKind[r.Kind], r.Prom)
 	}
+}
+
+// series says what a row costs.
+func series(r metrics.Row) string {
+	switch {
+	case r.Series == 0:
+		return "len(DurationBuckets)+3 per label set"
+	case r.Per != "":
+		return fmt.Sprintf("%d per %s", r.Series, r.Per)
+	case len(r.Labels) == 0:
+		return fmt.Sprint(r.Series)
+	}
+	return fmt.Sprintf("%d per label set", r.Series)
 }
 
 var (
