@@ -144,9 +144,9 @@ func (s *State) BreakerEvent(e breaker.Event) {
 	}
 }
 
-// LastTransition returns the dependency's latest breaker state change, or a zero
+// lastTransition returns the dependency's latest breaker state change, or a zero
 // Event when none was recorded (a breaker folded into "other" has no record).
-func (s *State) LastTransition(dependency string) breaker.Event {
+func (s *State) lastTransition(dependency string) breaker.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.deps[s.dependency.Value(dependency)]; r != nil {

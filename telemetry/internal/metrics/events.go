@@ -219,7 +219,7 @@ func (s *State) TransitionDuring(ctx context.Context, dependency string) {
 	if !span.Recording(ctx) {
 		return
 	}
-	if e := s.LastTransition(dependency); e.Breaker != "" {
+	if e := s.lastTransition(dependency); e.Breaker != "" {
 		span.Annotate(ctx, span.Transition(e))
 	}
 }

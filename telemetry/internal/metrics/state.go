@@ -15,7 +15,7 @@ import (
 // Other replaces label values past a cap.
 const Other = bound.Other
 
-// Recorder takes the measurements of the synchronous rows (Kind.Sync), on the call
+// Recorder takes the measurements of the rows fed on the call path (Counter, UpDown, Histogram), on the call
 // path: it adds v to (or, for a histogram, records v in) the series of row id with
 // these labels, in the row's label order.
 type Recorder interface {

@@ -16,10 +16,6 @@ const (
 	Total
 )
 
-// Sync reports whether rows of this kind are fed on the call path (Recorder) rather
-// than read at collection time (Observer).
-func (k Kind) Sync() bool { return k <= Histogram }
-
 // ID names a row of the table.
 type ID uint8
 
