@@ -114,7 +114,11 @@ const (
 	onProbeRound = "with the first probe of that source and result"
 )
 
-// Rows is the table: every family both exporters make, defined once.
+// Rows is the table: every family both exporters make, defined once. Adding a family
+// is a row here and its ID above; a row fed on the call path is then recorded with
+// s.rec.Record where the event is seen (events.go), one read at collection time is
+// observed by a collector (collect.go, breakers.go). Both exporters make it, and
+// docs/operations-metrics.md prints it (go test ./docs -update in test/).
 var Rows = [NumIDs]Row{
 	Calls: {Prom: "agentbreaker_calls_total", Name: "agentbreaker.calls", Unit: "{call}", Kind: Counter,
 		Labels: []string{"dependency", "tool", "outcome", "error_class"}, Appears: onEvent,
