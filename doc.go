@@ -44,7 +44,7 @@
 //   - admin: an http.Handler showing breakers, routes and the journal, with overrides.
 //   - fleet: one breaker per dependency for all replicas, through Redis.
 //   - deploy: alert rules with promtool tests, a Grafana dashboard, the runbook.
-//   - sim, sim/plot and cmd/agentbreaker: replay an outage in virtual time, replay
+//   - cmd/agentbreaker (over internal/sim): replay an outage in virtual time, replay
 //     production records, lint dependency and timeout files.
 //
 // # Testing your agent

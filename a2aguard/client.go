@@ -9,10 +9,12 @@ import (
 )
 
 // client wraps the a2a client adk-go sends the request with. It gives each admitted
-// request its deadline and its record, and reports the outcome to the breaker before
-// the event that ends the request reaches the after-callback (adk-go runs the
-// callbacks from inside the stream). A request the before-callback did not admit
-// (none of ours: the map has no call for it) passes through untouched.
+// request its deadline and its record, sends it with the caller's operation scope
+// while the request adk-go keeps (and shows the user) goes without (wireRequest), and
+// reports the outcome to the breaker before the event that ends the request reaches
+// the after-callback (adk-go runs the callbacks from inside the stream). A request the
+// before-callback did not admit (none of ours: the map has no call for it) passes
+// through untouched.
 type client struct {
 	inner remoteagent.A2AClient
 	g     *guard
@@ -43,7 +45,7 @@ func (c *client) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (
 	rec := &record{}
 	rctx, cancel := c.g.bound(ctx)
 	defer cancel()
-	res, err := c.inner.SendMessage(withRecord(rctx, rec), req)
+	res, err := c.inner.SendMessage(withRecord(rctx, rec), wireRequest(req))
 	var last a2a.Event
 	if res != nil {
 		last = res
@@ -74,7 +76,7 @@ func (c *client) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 		defer cancel()
 		var last a2a.Event
 		finished := false
-		for ev, err := range c.inner.SendStreamingMessage(withRecord(rctx, rec), req) {
+		for ev, err := range c.inner.SendStreamingMessage(withRecord(rctx, rec), wireRequest(req)) {
 			if err != nil {
 				c.g.finish(ctx, rctx, cl, rec, last, err)
 				yield(nil, err)

@@ -3,7 +3,6 @@ package a2aguard
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -65,10 +64,6 @@ type Config struct {
 	// DefaultTurnReserve (0.1); negative means none (the request may run to the
 	// caller's deadline, and a hang then ends as the turn's deadline: neutral).
 	TurnReserve float64
-	// Logger receives a record for each refused request and each failed one, with the
-	// dependency, the outcome and the class, never the remote's text. Defaults to
-	// discarding everything.
-	Logger *slog.Logger
 }
 
 func (cfg Config) withDefaults() (Config, error) {
@@ -101,9 +96,6 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.TurnReserve = 0
 	case cfg.TurnReserve > 0.9 || cfg.TurnReserve != cfg.TurnReserve: // NaN too
 		return cfg, fmt.Errorf("a2aguard: Config.TurnReserve = %g: must be at most 0.9 (0 for the default, %g; negative for none)", cfg.TurnReserve, DefaultTurnReserve)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg, nil
 }

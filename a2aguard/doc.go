@@ -31,8 +31,9 @@
 //     breaker; the event adk-go would show (with the transport's text, "failed to
 //     send HTTP request: Post ...", "unexpected HTTP status: 503 ...") is replaced
 //     by agentbreaker's payload in words. A refusal the remote states itself (a
-//     rejected task, a failed one whose words name no outage) does not count, and
-//     its words reach the user, cleaned by redact.Answer.
+//     rejected task, a failed one whose words name no outage) is the remote
+//     working: the breaker records a success (classify.Healthy), never a failure,
+//     and its words reach the user, cleaned by redact.Answer.
 //
 // An AgentTool of the remote agent is a tool named after the agent; New keeps that
 // name off the remote's breaker (it gets the key Dependency+"-agenttool"), so that

@@ -2,9 +2,7 @@ package a2aguard
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
@@ -22,6 +20,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
 
@@ -36,18 +35,16 @@ type guard struct {
 	timeout   time.Duration
 	reserve   float64
 	mutating  bool
-	log       *slog.Logger
 	cb        *callbacks.Callbacks
+	path      *callpath.Path // the plugin's call path: holds, refusals, events
 
-	calls     sync.Map // *a2a.SendMessageRequest -> *call
-	hold      hold
-	lastClass atomic.Pointer[classify.Class] // the last counted failure, for the refusal's reason
-	card      atomic.Pointer[a2a.AgentCard]  // last card a provider gave
+	calls sync.Map                      // *a2a.SendMessageRequest -> *call
+	card  atomic.Pointer[a2a.AgentCard] // last card a provider gave
 }
 
-// call is one request admitted by the breaker.
+// call is one request admitted by the path.
 type call struct {
-	permit     breaker.Permit
+	pc         callpath.Call
 	invocation string
 
 	mu        sync.Mutex
@@ -77,7 +74,7 @@ func New(cfg Config) (agent.Agent, error) {
 	g := &guard{
 		dep: cfg.Dependency, name: cfg.Agent.Name, breaker: b, clock: deps.Clock(),
 		timeout: max(cfg.Timeout, 0), reserve: cfg.TurnReserve,
-		mutating: cfg.Callbacks.Mutating(cfg.Agent.Name), log: cfg.Logger, cb: cfg.Callbacks,
+		mutating: cfg.Callbacks.Mutating(cfg.Agent.Name), cb: cfg.Callbacks, path: cfg.Callbacks.Path(),
 	}
 	if g.clock == nil {
 		g.clock = clock.System()
@@ -155,30 +152,15 @@ func separateAgentTool(cfg Config) error {
 	return nil
 }
 
-// before admits a request through the breaker, or answers it without sending.
+// before admits a request through the call path, or answers it without sending.
 func (g *guard) before(ctx agent.Context, req *a2a.SendMessageRequest) (*session.Event, error) {
-	now := g.clock.Now()
-	if left, class := g.hold.left(now); left > 0 && g.breaker.State() != breaker.ForcedClosed {
-		g.log.LogAttrs(ctx, slog.LevelInfo, "a2aguard: the remote agent asked for a delay; request not sent",
-			slog.String("dependency", g.dep), slog.String("agent", g.name), slog.Duration("retry_after", left))
-		return g.refusal(ctx, class, left), nil
+	c := &call{invocation: ctx.InvocationID()}
+	c.pc = callpath.Call{Dependency: g.dep, Tool: g.name, InvocationID: c.invocation, Breaker: g.breaker}
+	if r, ok := g.path.Admit(&c.pc); !ok {
+		g.path.Refuse(ctx, &c.pc, r)
+		return g.refusal(ctx, r.Class, r.RetryAfter), nil
 	}
-	permit, err := g.breaker.Allow()
-	if err != nil {
-		var wait time.Duration
-		class := g.refusalClass()
-		var oe *breaker.OpenError
-		if errors.As(err, &oe) {
-			wait = oe.RetryAfter()
-			if oe.State == breaker.ForcedOpen {
-				class = classify.ClassBreakerOpen
-			}
-		}
-		g.log.LogAttrs(ctx, slog.LevelInfo, "a2aguard: breaker open; request to the remote agent not sent",
-			slog.String("dependency", g.dep), slog.String("agent", g.name), slog.String("breaker_state", g.breaker.State().String()))
-		return g.refusal(ctx, class, wait), nil
-	}
-	g.calls.Store(req, &call{permit: permit, invocation: ctx.InvocationID()})
+	g.calls.Store(req, c)
 	g.markRequest(ctx, req)
 	return nil, nil
 }
@@ -201,7 +183,7 @@ func (g *guard) after(ctx agent.Context, req *a2a.SendMessageRequest, resp *sess
 		// A later before-request callback answered, or there was nothing to send:
 		// the remote never saw it.
 		c.done = true
-		c.permit.Ignore()
+		g.path.Release(&c.pc)
 	}
 	c.mu.Unlock()
 	if !started || !streaming {
@@ -233,7 +215,7 @@ func (g *guard) sweep(ctx agent.Context) (*genai.Content, error) {
 		c.mu.Lock()
 		if !c.done {
 			c.done = true
-			c.permit.Ignore()
+			g.path.Release(&c.pc)
 		}
 		c.mu.Unlock()
 		g.calls.Delete(k)
@@ -242,8 +224,8 @@ func (g *guard) sweep(ctx agent.Context) (*genai.Content, error) {
 	return nil, nil
 }
 
-// finish classifies a request that ended and reports it to the breaker, before the
-// event that ends it reaches the after-callback.
+// finish classifies a request that ended and settles it on the path, before the
+// event that ends it reaches the after-callback. The remote's text is never read.
 func (g *guard) finish(parent, own context.Context, c *call, rec *record, last a2a.Event, err error) {
 	out := judge(parent, own, rec, last, err, g.clock.Now())
 	c.mu.Lock()
@@ -252,23 +234,12 @@ func (g *guard) finish(parent, own context.Context, c *call, rec *record, last a
 		return
 	}
 	c.done, c.out = true, out
-	c.permit.Report(out.cls.BreakerReport())
 	c.mu.Unlock()
-	if out.cls.CountsAsFailure() {
-		cl := out.cls.Class
-		g.lastClass.Store(&cl)
-	}
+	// Only the one that set done reports: the permit is this goroutine's now, and the
+	// sink's hooks run with no lock held.
+	g.path.Settle(parent, &c.pc, out.cls, "")
 	if out.inner {
 		g.cb.NoteInnerFailure(parent, callbacks.InnerFailure{Dependency: g.dep, Class: out.cls.Class, Retryable: out.cls.Retryable})
-	}
-	if out.cls.RetryAfter > 0 && out.cls.Outcome != classify.FailedBeforeSend {
-		g.hold.set(g.clock.Now(), min(out.cls.RetryAfter, g.breaker.Policy().MaxRetryAfter), out.cls.Class)
-	}
-	if out.cls.Outcome != classify.Succeeded {
-		g.log.LogAttrs(parent, slog.LevelWarn, "a2aguard: request to the remote agent failed",
-			slog.String("dependency", g.dep), slog.String("agent", g.name), slog.String("outcome", out.cls.Outcome.String()),
-			slog.String("error_class", string(out.cls.Class)), slog.String("verdict", out.cls.Verdict.String()),
-			slog.Int("status", out.cls.StatusCode))
 	}
 }
 
@@ -278,15 +249,8 @@ func (g *guard) abandon(c *call) {
 	defer c.mu.Unlock()
 	if !c.done {
 		c.done = true
-		c.permit.Ignore()
+		g.path.Release(&c.pc)
 	}
-}
-
-func (g *guard) refusalClass() classify.Class {
-	if p := g.lastClass.Load(); p != nil {
-		return *p
-	}
-	return classify.ClassBreakerOpen
 }
 
 // bound gives a request its deadline: Timeout, and at most the caller's deadline less
@@ -319,11 +283,10 @@ func (g *guard) cardProvider(p remoteagent.AgentCardProvider) remoteagent.AgentC
 		if last != nil && g.breaker.State() != breaker.Closed {
 			return last, nil
 		}
-		var permit breaker.Permit
+		pc := callpath.Call{Dependency: g.dep, Tool: g.name, Breaker: g.breaker}
 		if last == nil {
-			var err error
-			if permit, err = g.breaker.Allow(); err != nil {
-				return nil, fmt.Errorf("%s is temporarily unavailable: %s", payloads.CleanName(g.dep), payloads.Phrase(g.refusalClass()))
+			if r, ok := g.path.Admit(&pc); !ok {
+				return nil, fmt.Errorf("%s is temporarily unavailable: %s", payloads.CleanName(g.dep), payloads.Phrase(r.Class))
 			}
 		}
 		card, err := p(ctx)
@@ -335,14 +298,10 @@ func (g *guard) cardProvider(p remoteagent.AgentCardProvider) remoteagent.AgentC
 			if ctx.Err() == nil && cls.Verdict != classify.Counts {
 				cls = classify.ForClass(classify.ClassTransport) // the card is not there: the remote is unreachable
 			}
-			permit.Report(cls.BreakerReport())
-			if cls.CountsAsFailure() {
-				cl := cls.Class
-				g.lastClass.Store(&cl)
-			}
+			g.path.Settle(ctx, &pc, cls, "")
 			return nil, fmt.Errorf("the agent card of %s could not be fetched: %s", payloads.CleanName(g.name), payloads.Phrase(cls.Class))
 		}
-		permit.Ignore()
+		g.path.Release(&pc) // a card says nothing about the requests
 		g.card.Store(card)
 		return card, nil
 	}
@@ -358,47 +317,6 @@ func (g *guard) beforeCard(ctx agent.Context) (*genai.Content, error) {
 	if st := g.breaker.State(); st != breaker.Open && st != breaker.ForcedOpen {
 		return nil, nil // half-open: the card's fetch may be the probe
 	}
-	ev := g.refusal(ctx, g.refusalClass(), g.breaker.RetryAfter())
+	ev := g.refusal(ctx, g.path.LastClass(g.dep), g.breaker.RetryAfter())
 	return ev.Content, nil
-}
-
-// hold is the delay the remote asked for (Retry-After on a 429 or 503), per guard:
-// while it runs, requests are answered without sending even with the breaker closed.
-// It only moves later. The zero value holds nothing.
-type hold struct {
-	until atomic.Int64 // clock nanoseconds
-	class atomic.Pointer[classify.Class]
-}
-
-func (h *hold) set(now time.Time, d time.Duration, class classify.Class) {
-	if d <= 0 {
-		return
-	}
-	u := now.Add(d).UnixNano()
-	for {
-		cur := h.until.Load()
-		if cur >= u {
-			return
-		}
-		if h.until.CompareAndSwap(cur, u) {
-			h.class.Store(&class)
-			return
-		}
-	}
-}
-
-func (h *hold) left(now time.Time) (time.Duration, classify.Class) {
-	u := h.until.Load()
-	if u == 0 {
-		return 0, ""
-	}
-	d := time.Duration(u - now.UnixNano())
-	if d <= 0 {
-		return 0, ""
-	}
-	class := classify.ClassHTTP429
-	if p := h.class.Load(); p != nil {
-		class = *p
-	}
-	return d, class
 }

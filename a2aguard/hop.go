@@ -58,7 +58,9 @@ func scopeDigest(scope string) string {
 }
 
 // markRequest puts the caller's operation scope in the request's metadata (a copy:
-// the map may be the caller's).
+// the map may be the caller's), for the client to send (wireRequest), which takes it
+// off again. It runs in the before-request callback, which alone sees the callback
+// context the scope is read from.
 func (g *guard) markRequest(ctx context.Context, req *a2a.SendMessageRequest) {
 	d := scopeDigest(g.cb.OperationScope(ctx))
 	if d == "" || req == nil {
@@ -70,6 +72,33 @@ func (g *guard) markRequest(ctx context.Context, req *a2a.SendMessageRequest) {
 	}
 	meta[MetadataKey] = map[string]any{fieldScope: d}
 	req.Metadata = meta
+}
+
+// wireRequest returns the request to send for req: req itself, or, when markRequest
+// marked it, a copy that carries the mark, and then req loses the mark. adk-go's
+// remote agent keeps req and copies it into the event that ends the run
+// (CustomMetadata "a2a:request"), which the user reads and the session stores (issue
+// 47): the scope is for the remote, so only the request on the wire names it. The
+// copy shares the message; nothing here changes it.
+func wireRequest(req *a2a.SendMessageRequest) *a2a.SendMessageRequest {
+	if req == nil {
+		return req
+	}
+	m, ok := req.Metadata[MetadataKey].(map[string]any)
+	if !ok || len(m) != 1 {
+		return req
+	}
+	if _, ok := m[fieldScope].(string); !ok {
+		return req
+	}
+	wire := *req
+	kept := maps.Clone(req.Metadata)
+	delete(kept, MetadataKey)
+	if len(kept) == 0 {
+		kept = nil // as adk-go built it: no metadata
+	}
+	req.Metadata = kept
+	return &wire
 }
 
 // callerScope reads the operation scope from a request's metadata: a string of 1 to

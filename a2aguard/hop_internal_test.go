@@ -71,3 +71,37 @@ func TestInnerMark(t *testing.T) {
 	f, _ := innerMark(mark(map[string]any{fieldOutcome: "failed", fieldDep: strings.Repeat("d", 1<<16)}))
 	require.LessOrEqual(t, len(f.Dependency), 256)
 }
+
+// wireRequest splits a marked request: the copy sent carries the mark, the request
+// adk-go keeps (and copies into the user's event) has the metadata it had before the
+// guard marked it. Anything else is sent as it is.
+func TestWireRequest(t *testing.T) {
+	mark := map[string]any{fieldScope: scopeDigest("inv-1")}
+	tests := []struct {
+		name     string
+		meta     map[string]any
+		wantKept map[string]any
+		wantSent map[string]any
+		copied   bool
+	}{
+		{"no metadata", nil, nil, nil, false},
+		{"marked", map[string]any{MetadataKey: mark}, nil, map[string]any{MetadataKey: mark}, true},
+		{"marked beside the caller's", map[string]any{"trace": "t1", MetadataKey: mark},
+			map[string]any{"trace": "t1"}, map[string]any{"trace": "t1", MetadataKey: mark}, true},
+		{"ours but no scope", map[string]any{MetadataKey: map[string]any{"other": 1}},
+			map[string]any{MetadataKey: map[string]any{"other": 1}}, map[string]any{MetadataKey: map[string]any{"other": 1}}, false},
+		{"a scope that is not a string", map[string]any{MetadataKey: map[string]any{fieldScope: 7}},
+			map[string]any{MetadataKey: map[string]any{fieldScope: 7}}, map[string]any{MetadataKey: map[string]any{fieldScope: 7}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser), Metadata: tc.meta}
+			sent := wireRequest(req)
+			require.Equal(t, tc.copied, sent != req)
+			require.Equal(t, tc.wantKept, req.Metadata)
+			require.Equal(t, tc.wantSent, sent.Metadata)
+			require.Same(t, req.Message, sent.Message)
+		})
+	}
+	require.Nil(t, wireRequest(nil))
+}

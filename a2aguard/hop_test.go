@@ -76,7 +76,7 @@ type hopOptions struct {
 	mode     serviceMode
 	after    func(*a2a.TaskStatusUpdateEvent)
 	transfer bool         // the root transfers to crm_agent_a instead of calling the agents as tools
-	logger   *slog.Logger // the root's guards' logger
+	logger   *slog.Logger // the root plugin's logger, which the guards' records go to
 }
 
 func newHopRigWith(t *testing.T, o hopOptions) *hopRig {
@@ -113,7 +113,7 @@ func newHopRigWith(t *testing.T, o hopOptions) *hopRig {
 
 	r.rootDep = dependencymap.MustNew(dependencymap.Config{Clock: fake})
 	r.rootCB = callbacks.MustNew(callbacks.Config{Dependencies: r.rootDep, Clock: fake,
-		SideEffects: callbacks.SideEffects{Retry: newRetrier(t, fake)}})
+		SideEffects: callbacks.SideEffects{Retry: newRetrier(t, fake)}, Observability: callbacks.Observability{Logger: o.logger}})
 	names := []string{"crm_agent_a", "crm_agent_b"}
 	var tools []tool.Tool
 	var remotes []agent.Agent
@@ -156,7 +156,7 @@ func newHopRigWith(t *testing.T, o hopOptions) *hopRig {
 		card := &a2a.AgentCard{Name: n, Capabilities: a2a.AgentCapabilities{Streaming: true},
 			SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL, a2a.TransportProtocolJSONRPC)}}
 		remote, err := a2aguard.New(a2aguard.Config{Dependency: fmt.Sprintf("remote_%c", 'a'+i), Callbacks: r.rootCB,
-			Agent: remoteagent.A2AConfig{Name: n, Description: "Asks the CRM.", AgentCard: card}, Logger: o.logger})
+			Agent: remoteagent.A2AConfig{Name: n, Description: "Asks the CRM.", AgentCard: card}})
 		require.NoError(t, err)
 		remotes = append(remotes, remote)
 		tools = append(tools, r.rootCB.AgentTool(remote, nil))
@@ -322,7 +322,7 @@ func requireWords(t *testing.T, answers []string) {
 // own words.
 func TestHopTransferReadsTheMark(t *testing.T) {
 	var logs strings.Builder
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := newHopRigWith(t, hopOptions{mode: served, transfer: true, logger: logger})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

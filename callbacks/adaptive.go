@@ -2,13 +2,13 @@ package callbacks
 
 import (
 	"errors"
-	"log/slog"
 
 	"google.golang.org/adk/v2/agent"
 
 	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
@@ -40,29 +40,15 @@ func (c *Callbacks) admitLimit(ctx agent.Context, inv *invocation, tool, dep str
 // payload. The call never left the process: the breaker learns nothing from it (the
 // caller ignores its permit), so a limit that refuses can never open the breaker.
 func (c *Callbacks) limited(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, pr throttle.Priority, err error, args map[string]any) map[string]any {
-	d := inv.tracker.ShortCircuit(dep)
+	r := callpath.Refusal{Control: callpath.Limited, State: breaker.Closed, Priority: pr}
+	if le, ok := errors.AsType[*adaptivelimit.LimitError](err); ok {
+		r.Limit = le.Limit
+	}
+	told := c.refuse(ctx, inv, tool, dep, b, r)
 	in := c.payloadInfo(ctx, tool, dep, args)
 	in.Class = classify.ClassBulkheadFull
-	in.Firm, in.ShortCircuits = d.Firm, d.Count
-	p := payloads.Busy(in)
-	e := Event{Kind: EventBulkheadRejected, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(),
-		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull, Verdict: classify.Neutral,
-		BreakerState: breaker.Closed, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count, Priority: pr}
-	limit := 0
-	var le *adaptivelimit.LimitError
-	if errors.As(err, &le) {
-		limit = le.Limit
-	}
-	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: adaptive concurrency limit reached; call refused, not counted",
-		slog.String("priority", pr.String()), slog.Int("limit", limit))
-	if c.obs != nil {
-		c.observeBulkheadRejected(ctx, dep, tool, e.CallID)
-	}
-	if d.FirstFirm {
-		e.Kind = EventLoopGuardFirm
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling a tool at its concurrency limit; payload is now firm")
-	}
-	return p
+	in.Firm, in.ShortCircuits = told.Firm, told.Count
+	return payloads.Busy(in)
 }
 
 // endLimit ends a call's adaptive-limit permit: a success is a latency sample, a

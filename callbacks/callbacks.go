@@ -17,6 +17,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/docstrings"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/loopguard"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
@@ -60,8 +61,7 @@ type Callbacks struct {
 	live      atomic.Int64
 	lastSweep atomic.Int64
 
-	lastClass sync.Map // dependency key -> classify.Class of its last counted failure
-	holds     holds    // server-stated delays per dependency (hold.go)
+	path *callpath.Path // the call path every hop runs: holds, refusals' classes, events
 
 	configFaults sync.Map // configFaultKey -> struct{}: faults already logged (configfault.go)
 	served       served   // callers' operation scopes a remote service tracks (remote.go)
@@ -123,6 +123,7 @@ func New(cfg Config) (*Callbacks, error) {
 	for _, n := range cfg.SideEffects.MutatingTools {
 		c.mutating[n] = true
 	}
+	c.path = callpath.New(c.nanos, pathSink{c})
 	c.lastSweep.Store(c.nanos())
 	pc := plugin.Config{
 		Name:                cfg.Name,
@@ -190,6 +191,11 @@ type Stats struct {
 	Misordered int64
 }
 
+// Path returns the call path the plugin runs, for the module's other hops (package
+// a2aguard's requests): their calls are admitted, settled and reported as the
+// plugin's tools are.
+func (c *Callbacks) Path() *callpath.Path { return c.path }
+
 // Stats returns the counts now.
 func (c *Callbacks) Stats() Stats {
 	return Stats{
@@ -239,8 +245,8 @@ func (c *Callbacks) alternatives(tool string) []string {
 // payloadInfo gathers what a refusal payload can offer for a call.
 func (c *Callbacks) payloadInfo(ctx agent.Context, tool, dep string, args map[string]any) payloads.Info {
 	in := payloads.Info{Dependency: dep, Tool: tool, Alternatives: c.alternatives(tool)}
-	if v, ok := c.lastClass.Load(dep); ok {
-		in.Class = v.(classify.Class)
+	if class, ok := c.path.Failed(dep); ok {
+		in.Class = class
 	}
 	if c.cfg.Guidance.Cache != nil {
 		if cached, ok := c.cfg.Guidance.Cache.Get(tool, args); ok {

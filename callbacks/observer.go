@@ -30,10 +30,10 @@ func (c *Callbacks) observeBulkheadRejected(ctx context.Context, dep, tool, call
 }
 
 // observeCall reports the outcome of an admitted call that reached its tool.
-func (c *Callbacks) observeCall(ctx context.Context, cl *call, callID string, cls classify.Classification, elapsed time.Duration, probe bool) {
-	defer c.recoverObserver("CallOutcome", cl.dep, cl.tool, callID)
+func (c *Callbacks) observeCall(ctx context.Context, dep, tool, callID string, cls classify.Classification, elapsed time.Duration, probe bool) {
+	defer c.recoverObserver("CallOutcome", dep, tool, callID)
 	c.obs.CallOutcome(ctx, observe.Call{
-		Dependency: cl.dep, Tool: cl.tool, RequestID: invocationOf(ctx),
+		Dependency: dep, Tool: tool, RequestID: invocationOf(ctx),
 		Outcome: cls.Outcome, Class: cls.Class, Elapsed: elapsed, Probe: probe,
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
@@ -105,41 +106,29 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 // retryRefused answers a call whose operation may not make another attempt, and tells
 // the hook, the log and the loop guard. The tool is not called.
 func (c *Callbacks) retryRefused(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, run *retry.Run, se *retry.StopError) map[string]any {
-	d := inv.tracker.ShortCircuit(dep)
 	last := run.Result().Last
+	told := c.refuse(ctx, inv, tool, dep, b, callpath.Refusal{Control: callpath.Stopped, Class: last.Class, State: b.State(), Reason: se.Reason, Attempts: se.Attempts})
 	in := payloads.Info{Dependency: dep, Tool: tool, Class: last.Class, RetryAfter: statedDelay(b, se.RetryAfter),
-		Firm: d.Firm, ShortCircuits: d.Count, Alternatives: c.alternatives(tool)}
-	var p map[string]any
+		Firm: told.Firm, ShortCircuits: told.Count, Alternatives: c.alternatives(tool)}
 	switch se.Reason {
 	case retry.ReasonUnknownOutcome:
-		p = payloads.OutcomeUnknown(in)
+		return payloads.OutcomeUnknown(in)
 	case retry.ReasonReconciledApplied:
 		// The dependency confirmed that the earlier attempt was carried out: the
 		// answer is "done", and still "do not repeat it".
-		p = payloads.OutcomeUnknown(in)
+		p := payloads.OutcomeUnknown(in)
 		p[payloads.KeyReason] = payloads.CleanName(dep) + " confirmed that it carried out this request earlier; the reply to it was lost."
 		p[payloads.KeyInstruction] = "Do not repeat this action. Tell the user it was done."
+		return p
 	case retry.ReasonBudgetExhausted, retry.ReasonAttemptsExhausted, retry.ReasonDeadlineExhausted, retry.ReasonNotRetryable:
-		p = payloads.BudgetExhausted(in)
+		return payloads.BudgetExhausted(in)
 	case retry.ReasonInFlight:
 		in.Class = classify.ClassBulkheadFull // the same call is already running
-		p = payloads.Busy(in)
-	default: // breaker_open (a lower layer's breaker), journal_error
-		if se.Reason == retry.ReasonJournalError {
-			in.Class = classify.ClassUnclassified
-		}
-		p = payloads.Unavailable(in)
+		return payloads.Busy(in)
+	case retry.ReasonJournalError:
+		in.Class = classify.ClassUnclassified
 	}
-	e := Event{Kind: EventRetryRefused, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(),
-		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: last.Class, Verdict: classify.Neutral,
-		BreakerState: b.State(), PolicyVersion: b.Policy().Version, ShortCircuits: d.Count, RetryReason: se.Reason}
-	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: retry refused; call answered without running the tool",
-		slog.String("retry_reason", string(se.Reason)), slog.Int("attempts", se.Attempts))
-	if d.FirstFirm {
-		e.Kind = EventLoopGuardFirm
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps repeating a refused call; payload is now firm")
-	}
-	return p
+	return payloads.Unavailable(in) // breaker_open (a lower layer's breaker), journal_error
 }
 
 // finishAttempt reports a settled call to its retry attempt, once: as finished with its

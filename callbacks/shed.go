@@ -8,7 +8,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
-	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
@@ -105,23 +105,11 @@ func (c *Callbacks) throttleRefused(tool string, err error) {
 // dependency stated is passed on. The payload's words follow the share the throttle
 // is shedding now, read from its window (a cold path: the call is not sent).
 func (c *Callbacks) shed(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, th *throttle.Throttle, pr throttle.Priority, args map[string]any) map[string]any {
-	d := inv.tracker.ShortCircuit(dep)
+	class, _ := c.path.Failed(dep)
+	told := c.refuse(ctx, inv, tool, dep, b, callpath.Refusal{Control: callpath.Shed, Class: class, State: breaker.Closed, Priority: pr})
 	in := c.payloadInfo(ctx, tool, dep, args)
-	in.Firm, in.ShortCircuits = d.Firm, d.Count
+	in.Firm, in.ShortCircuits = told.Firm, told.Count
 	in.RetryAfter = b.RetryAfter()
 	in.Shed = th.Probability()
-	p := payloads.Shed(in)
-	e := Event{Kind: EventShed, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
-		Outcome: classify.FailedBeforeSend, Class: in.Class, Verdict: classify.Neutral,
-		BreakerState: breaker.Closed, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count, Priority: pr}
-	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: dependency partly overloaded; call shed by its throttle",
-		slog.String("priority", pr.String()))
-	if c.spans != nil {
-		c.observeShed(ctx, dep, tool, e.CallID, pr.String())
-	}
-	if d.FirstFirm {
-		e.Kind = EventLoopGuardFirm
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling a partly overloaded tool; payload is now firm")
-	}
-	return p
+	return payloads.Shed(in)
 }

@@ -10,14 +10,13 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/tool"
 
-	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/bulkhead"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/httptransport"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/redact"
-	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
@@ -48,222 +47,116 @@ func (c *Callbacks) DispatchMarker() llmagent.BeforeToolCallback { return c.mark
 
 func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 	return func(ctx agent.Context, t tool.Tool, args map[string]any) (result map[string]any, err error) {
-		var admitted *call
-		var inv *invocation
+		a := entry{ctx: ctx, t: t, args: args}
 		k := keyOf(ctx)
+		added := false
 		defer func() {
 			if r := recover(); r != nil {
-				if admitted != nil && inv != nil {
-					if cl := inv.take(k, l); cl != nil {
-						c.settle(ctx, inv, cl, notSent, "", 0, false)
-					}
-				}
 				result, err = nil, nil
-				c.panics.Add(1)
-				c.log.Error("agentbreaker: before-tool callback panicked; the call goes on unguarded",
-					slog.String("tool", t.Name()), slog.String("request_id", ctx.InvocationID()), slog.String("function_call_id", k.id), slog.Any("panic", r))
-				if c.onEvent != nil {
-					c.callHook(Event{Kind: EventCallbackPanic, At: c.timeOf(c.nanos()), Tool: t.Name(), CallID: k.id, Panic: r})
-				}
+				c.beforeToolPanicked(&a, k, l, added, r)
 			}
 		}()
-		if c.exempt(t) {
-			return nil, nil
+		if !c.startAdmission(&a, k, l) {
+			return nil, nil // not guarded: exempt, the plugin's, or with no breaker
 		}
-		inv = c.invocation(ctx, true)
-		if l == agentLayer && inv.owner(k) == pluginLayer {
-			return nil, nil // the runner plugin already admitted this call
-		}
-		name := redact.RepairName(t.Name()) // a name that would break a metrics scrape or a log line
-		b, err := c.deps.ForTool(name)
-		if err != nil {
-			// Too many on-demand breakers: let the call through unguarded, loudly.
-			c.log.Warn("agentbreaker: no breaker for tool; the call goes on unguarded", slog.String("tool", name), slog.String("error", err.Error()))
-			return nil, nil
-		}
-		if b == nil {
-			return nil, nil // exempt in the dependency map
-		}
-		dep := b.Name()
-		if p := c.held(ctx, inv, name, dep, b, args); p != nil {
-			noteInner(inv, dep, &innerFailure{dep: dep, class: classify.ClassBreakerOpen})
-			return p, nil // the dependency asked for a delay that has not passed
-		}
-		var permit breaker.Permit
-		st, isAgentTool := t.(*scopedTool)
-		transparent := isAgentTool && st.guards(dep)
-		if !transparent {
-			noteInner(inv, dep, nil) // the agent tools this call runs under reach dep
-		}
-		var before breaker.State
-		if c.spans != nil {
-			before = b.State()
-		}
-		if transparent {
-			// An agent tool whose own calls guard dep: never the probe, never judged.
-			permit, err = transparentAllow(b)
-		} else if c.mutating[name] {
-			// A mutation is never the probe: while the breaker is half-open (or its
-			// cooldown is over) the call is refused or queued, and a read-only call
-			// of the dependency, or its prober, decides.
-			permit, err = b.AllowNoProbe()
-		} else {
-			permit, err = b.Allow()
-		}
-		if err != nil {
-			c.throttleRefused(name, err)
-			if p := c.queue(ctx, inv, name, dep, b, args); p != nil {
+		for s := stageHold; s < stages; s++ {
+			if p := c.admitStage(s, &a); p != nil {
+				c.unwind(s, &a)
 				return p, nil
 			}
-			return c.shortCircuit(ctx, inv, name, dep, b, err, args), nil
 		}
-		if c.spans != nil && b.State() != before {
-			// This admission moved the breaker (its cooldown was over: it is half-open
-			// and this call is the probe): the transition belongs on this call's span.
-			c.observeTransition(ctx, dep, name)
-		}
-		th := c.deps.ThrottleFor(name)
-		if transparent {
-			th.Throttle = nil // its inner calls are the throttle's to count
-		}
-		if th.Throttle != nil && !permit.IsProbe() && b.State() != breaker.Closed {
-			// A forced state: the operator decides alone, and the call is not the
-			// throttle's to count.
-			th.Throttle = nil
-		}
-		// A probe is the breaker's alone to admit; its outcome still counts.
-		governed := false // the shedding throttle admits this call of a served turn
-		if th.Throttle != nil && !permit.IsProbe() && th.Throttle.Shedding() {
-			pr := c.priorityOf(ctx, th.Priority)
-			if inv.served(dep) {
-				pr, governed = throttle.Critical, true
-			}
-			if !th.Throttle.AllowDraw(pr, inv.draw) {
-				permit.Ignore() // never sent: the breaker learns nothing from it
-				return c.shed(ctx, inv, name, dep, b, th.Throttle, pr, args), nil
-			}
-		}
-		var lim adaptivelimit.Permit
-		var refusal map[string]any
-		if !transparent {
-			// A transparent call takes no share of the limit, as it takes no bulkhead
-			// slot: its inner calls take theirs, and their latency is the dependency's.
-			if lim, refusal = c.admitLimit(ctx, inv, name, dep, b, permit, th.Priority, args); refusal != nil {
-				permit.Ignore() // refused for concurrency, never sent: not the dependency's failure
-				return refusal, nil
-			}
-		}
-		var slot *bulkhead.Bulkhead
-		if transparent {
-			// No slot: its inner calls take theirs, and a sub-agent holding one slot
-			// while its call waits for another could starve itself.
-		} else if bh, berr := c.bulk.For(dep); berr != nil {
-			c.log.Warn("agentbreaker: no bulkhead for dependency; the call goes on without one", slog.String("dependency", dep), slog.String("error", berr.Error()))
-		} else if bh != nil {
-			if ferr := bh.TryAcquire(); ferr != nil {
-				// A bulkhead held by slow calls is evidence the dependency is slow: the
-				// rejection counts. One filled by a burst of quick calls is not.
-				counts := c.heldBySlowCalls(dep, b, t, bh.Limit())
-				if counts {
-					permit.Failure()
-				} else {
-					permit.Ignore()
-				}
-				lim.Release()
-				return c.busy(ctx, inv, name, dep, b, ferr, args, counts), nil
-			}
-			slot = bh
-		}
-		var att *retry.Attempt
-		if c.cfg.SideEffects.Retry != nil {
-			if att, refusal = c.admitRetry(ctx, inv, name, dep, b, args, governed); refusal != nil {
-				// Refused before the dependency was asked: its health is not in question.
-				permit.Ignore()
-				lim.Release()
-				if slot != nil {
-					slot.Release()
-				}
-				return refusal, nil
-			}
-		}
-		admitted = &call{
-			owner: l, ctx: ctx, tool: name, dep: dep, breaker: b, permit: permit, bulk: slot, limit: lim, attempt: att, throttle: th.Throttle,
-			start: c.nanos(), tracked: l == agentLayer || c.cfg.SideEffects.TrackDispatch, transparent: transparent,
-		}
+		cl := a.cl
+		cl.owner, cl.ctx, cl.start = l, ctx, c.nanos()
+		cl.tracked = l == agentLayer || c.cfg.SideEffects.TrackDispatch
 		c.inFlight.Add(1)
-		if !inv.add(k, admitted) {
+		if added = a.inv.add(k, cl); !added {
 			// The run's state was freed under us (the run ended): give everything back.
-			c.settle(ctx, inv, admitted, notSent, "", 0, false)
+			c.settle(ctx, a.inv, cl, notSent, "", 0, false)
 		}
 		return nil, nil
 	}
 }
 
-// shortCircuit answers a call refused by an open breaker.
-func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, openErr error, args map[string]any) map[string]any {
-	d := inv.tracker.ShortCircuit(dep)
-	in := c.payloadInfo(ctx, tool, dep, args)
-	state := b.State()
-	var oe *breaker.OpenError
-	if errors.As(openErr, &oe) {
-		in.RetryAfter = oe.RetryAfter()
-		state = oe.State // the state that refused the call, which b.State() may have left already
+// startAdmission finds the call's invocation and breaker, and reports whether the
+// stages guard it at all.
+func (c *Callbacks) startAdmission(a *entry, k callKey, l layer) bool {
+	if c.exempt(a.t) {
+		return false
 	}
-	if state == breaker.ForcedOpen {
+	a.inv = c.invocation(a.ctx, true)
+	if l == agentLayer && a.inv.owner(k) == pluginLayer {
+		return false // the runner plugin already admitted this call
+	}
+	a.name = redact.RepairName(a.t.Name()) // a name that would break a metrics scrape or a log line
+	b, err := c.deps.ForTool(a.name)
+	if err != nil {
+		// Too many on-demand breakers: let the call through unguarded, loudly.
+		c.log.Warn("agentbreaker: no breaker for tool; the call goes on unguarded", slog.String("tool", a.name), slog.String("error", err.Error()))
+		return false
+	}
+	if b == nil {
+		return false // exempt in the dependency map
+	}
+	a.cl = &call{tool: a.name, dep: b.Name(), breaker: b}
+	st, isAgentTool := a.t.(*scopedTool)
+	if a.cl.transparent = isAgentTool && st.guards(a.cl.dep); !a.cl.transparent {
+		noteInner(a.inv, a.cl.dep, nil) // the agent tools this call runs under reach dep
+	}
+	return true
+}
+
+// beforeToolPanicked recovers the before-tool callback: the call goes on unguarded,
+// and a call already added to its invocation is given back.
+func (c *Callbacks) beforeToolPanicked(a *entry, k callKey, l layer, added bool, r any) {
+	if added {
+		if cl := a.inv.take(k, l); cl != nil {
+			c.settle(a.ctx, a.inv, cl, notSent, "", 0, false)
+		}
+	}
+	c.panics.Add(1)
+	c.log.Error("agentbreaker: before-tool callback panicked; the call goes on unguarded",
+		slog.String("tool", a.t.Name()), slog.String("request_id", a.ctx.InvocationID()), slog.String("function_call_id", k.id), slog.Any("panic", r))
+	if c.onEvent != nil {
+		c.callHook(Event{Kind: EventCallbackPanic, At: c.timeOf(c.nanos()), Tool: a.t.Name(), CallID: k.id, Panic: r})
+	}
+}
+
+// shortCircuit answers a call the path refused: an open breaker, or a delay the
+// dependency stated that has not passed.
+func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, r callpath.Refusal, args map[string]any) map[string]any {
+	told := c.refuse(ctx, inv, tool, dep, b, r)
+	in := c.payloadInfo(ctx, tool, dep, args)
+	in.RetryAfter = r.RetryAfter
+	switch {
+	case r.Control == callpath.Held:
+		in.Class = r.Class
+		_ = ctx.State().Set(c.guard.StateKey(dep), told.Count) // a mirror for visibility; the count lives in the tracker
+	case r.State == breaker.ForcedOpen:
 		// An operator took the dependency out of service: citing its last failure
 		// would tell the model something that is not why it is refused.
 		in.Class = classify.ClassBreakerOpen
 	}
 	// A tool the loop guard hid was not offered to the model: calling it anyway earns
 	// the firm payload at once.
-	in.Firm, in.ShortCircuits = d.Firm || inv.tracker.Hidden(dep), d.Count
-	p := payloads.Unavailable(in)
+	in.Firm, in.ShortCircuits = told.Firm || inv.tracker.Hidden(dep), told.Count
 	noteInner(inv, dep, &innerFailure{dep: dep, class: classify.ClassBreakerOpen})
-	at := c.timeOf(c.nanos())
-	e := Event{Kind: EventShortCircuit, At: at, Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id,
-		Outcome: classify.FailedBeforeSend, Class: classify.ClassBreakerOpen, Verdict: classify.Neutral,
-		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
-	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: breaker open; call short-circuited")
-	if c.obs != nil {
-		c.observeShortCircuit(ctx, dep, tool, e.CallID, state, in.RetryAfter)
-	}
-	if d.FirstFirm {
-		e.Kind = EventLoopGuardFirm
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling an unavailable tool; payload is now firm")
-	}
-	return p
+	return payloads.Unavailable(in)
 }
 
 // busy answers a call refused by a full bulkhead.
 func (c *Callbacks) busy(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, full error, args map[string]any, counts bool) map[string]any {
-	d := inv.tracker.ShortCircuit(dep)
+	fe, ok := errors.AsType[*bulkhead.FullError](full)
+	told := c.refuse(ctx, inv, tool, dep, b, callpath.Refusal{Control: callpath.Full, State: b.State(), Counts: counts, Sustained: ok && fe.Sustained})
 	in := c.payloadInfo(ctx, tool, dep, args)
 	in.Class = classify.ClassBulkheadFull
-	in.Firm, in.ShortCircuits = d.Firm, d.Count
-	p := payloads.Busy(in)
-	state := b.State()
-	e := Event{Kind: EventBulkheadRejected, At: c.timeOf(c.nanos()), Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(),
-		InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull, Verdict: classify.Neutral,
-		BreakerState: state, PolicyVersion: b.Policy().Version, ShortCircuits: d.Count}
-	if counts {
-		e.Verdict = classify.Counts
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead full of slow calls; call rejected and counted as a failure")
-	} else {
-		c.emit(ctx, e, slog.LevelInfo, "agentbreaker: bulkhead full of quick calls; call rejected, not counted")
-	}
-	if c.obs != nil {
-		c.observeBulkheadRejected(ctx, dep, tool, e.CallID)
-	}
-	var fe *bulkhead.FullError
-	if errors.As(full, &fe) && fe.Sustained && state == breaker.Closed {
-		e.Kind = EventBulkheadSaturated
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: bulkhead rejections are sustained while the breaker is closed")
-	}
-	if d.FirstFirm {
-		e.Kind = EventLoopGuardFirm
-		c.emit(ctx, e, slog.LevelWarn, "agentbreaker: model keeps calling a saturated tool; payload is now firm")
-	}
-	return p
+	in.Firm, in.ShortCircuits = told.Firm, told.Count
+	return payloads.Busy(in)
+}
+
+// refuse tells the call path of a tool call it refused, and returns what the sink
+// made of it (the invocation's count, and whether the answer is firm).
+func (c *Callbacks) refuse(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, r callpath.Refusal) callpath.Told {
+	return c.path.Refuse(ctx, &callpath.Call{Dependency: dep, Tool: tool, CallID: ctx.FunctionCallID(), InvocationID: inv.id, Breaker: b}, r)
 }
 
 func (c *Callbacks) markDispatched(ctx agent.Context, _ tool.Tool, _ map[string]any) (map[string]any, error) {
@@ -335,8 +228,8 @@ func (c *Callbacks) unadmittedError(ctx agent.Context, inv *invocation, l layer,
 		if dep, ok := c.deps.DependencyOf(name); ok && inv.tracker.Hidden(dep) {
 			d := inv.tracker.ShortCircuit(dep)
 			in := payloads.Info{Dependency: dep, Tool: name, Firm: true, ShortCircuits: d.Count, Alternatives: c.alternatives(name)}
-			if v, ok := c.lastClass.Load(dep); ok {
-				in.Class = v.(classify.Class)
+			if class, ok := c.path.Failed(dep); ok {
+				in.Class = class
 			}
 			e := Event{Kind: EventShortCircuit, At: c.timeOf(c.nanos()), Dependency: dep, Tool: name, CallID: ctx.FunctionCallID(),
 				InvocationID: inv.id, Outcome: classify.FailedBeforeSend, Class: classify.ClassBreakerOpen, Verdict: classify.Neutral,
@@ -447,48 +340,70 @@ func isReflectAndRetry(result map[string]any) bool {
 // fingerprint (and the opt-in excerpt).
 func inBandText(result map[string]any) string { return classify.FailureText(result) }
 
-// verdicts maps the classification's verdict to the breaker's.
-var verdicts = [...]breaker.Verdict{
-	classify.Healthy: breaker.Success,
-	classify.Counts:  breaker.Failure,
-	classify.Neutral: breaker.Ignore,
-}
-
-// report turns a classification into the breaker's report.
-func report(cls classify.Classification) breaker.Report {
-	v := breaker.Ignore
-	if int(cls.Verdict) < len(verdicts) && verdicts[cls.Verdict] != 0 {
-		v = verdicts[cls.Verdict]
-	}
-	return breaker.Report{Verdict: v, RetryAfter: cls.RetryAfter}
-}
-
-// settle reports a call's outcome to its breaker, gives back its bulkhead slot and
-// tells the hook, the log and, when sent says the call reached (or may have reached)
-// its tool, the Observer. The caller has removed cl from its invocation, which makes
-// this the one release of the call. kind 0 reports nothing.
+// settle runs the stages' settlement for a call, in reverse order of admission: the
+// retry attempt, the bulkhead slot, the adaptive limit, the throttle, the breaker, and
+// what the outcome says of the dependency (a stated delay, the refusals' class); then
+// it tells the hook, the log and, when sent says the call reached (or may have
+// reached) its tool, the Observer. The caller has removed cl from its invocation,
+// which makes this the one release of the call. kind 0 reports nothing.
 func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls classify.Classification, text string, kind EventKind, sent bool) {
 	probe := cl.permit.IsProbe() // read before Report, which spends the permit
-	r := report(cls)
-	if cl.transparent {
-		r = breaker.Report{Verdict: breaker.Ignore} // its inner calls have reported
-	} else if sent && cls.Verdict == classify.Counts {
-		noteInner(inv, cl.dep, &innerFailure{dep: cl.dep, class: cls.Class, retryable: cls.Retryable})
+	if cl.attempt != nil {
+		c.finishAttempt(ctx, inv, cl, cls, sent)
 	}
-	if cl.throttle != nil && sent {
-		if accepted, counted := throttle.Judge(cls); counted {
-			cl.throttle.Report(accepted)
-			if accepted && inv != nil {
-				inv.markServed(cl.dep)
-			}
+	if cl.bulk != nil {
+		cl.bulk.Release()
+	}
+	c.endLimit(cl, cls, sent)
+	spared := c.settleThrottle(inv, cl, cls, sent, probe)
+	c.settleBreaker(inv, cl, cls, sent, spared)
+	c.path.Note(cl.dep, cl.breaker, cls)
+	c.inFlight.Add(-1)
+	if cls.ConfigFault {
+		c.noteConfigFault(ctx, inv, cl, cls)
+	}
+	if kind == 0 {
+		return
+	}
+	// The call's own tool context, even when settled from the end of the run: it
+	// carries the call's IDs and its execute_tool span.
+	c.outcome(ctx, outcomeRecord{
+		obsCtx: cl.ctx, kind: kind, dep: cl.dep, tool: cl.tool, callID: cl.ctx.FunctionCallID(), invocation: inv.id, cls: cls,
+		breaker: cl.breaker, elapsed: time.Duration(max(c.nanos()-cl.start, 0)), text: text, sent: sent, probe: probe,
+	})
+}
+
+// settleThrottle reports a sent call to its dependency's throttle, and says whether
+// the breaker is spared its failure: while the dependency still handles part of its
+// load, an overload answer (429, 503, 408) is the throttle's to act on, not evidence of
+// an outage. Once its window holds no accepted call, overload answers count again and
+// the breaker opens as it would without a throttle. A stated delay still reaches it.
+func (c *Callbacks) settleThrottle(inv *invocation, cl *call, cls classify.Classification, sent, probe bool) bool {
+	if cl.throttle == nil || !sent {
+		return false
+	}
+	if accepted, counted := throttle.Judge(cls); counted {
+		cl.throttle.Report(accepted)
+		if accepted && inv != nil {
+			inv.markServed(cl.dep)
 		}
-		if !probe && r.Verdict == breaker.Failure && throttle.Overloaded(cls) && cl.throttle.Accepting() {
-			// The dependency still handles part of its load: an overload answer (429,
-			// 503, 408) is the throttle's to act on, not evidence of an outage. Once its
-			// window holds no accepted call, overload answers count again and the breaker
-			// opens as it would without a throttle. A stated delay still reaches it.
-			r.Verdict = breaker.Ignore
-		}
+	}
+	return !probe && cls.Verdict == classify.Counts && throttle.Overloaded(cls) && cl.throttle.Accepting()
+}
+
+// settleBreaker reports the call to its breaker: nothing for a transparent agent
+// tool's call (its inner calls have reported), nothing for a failure the throttle
+// spared. A counted failure that was sent marks the agent tools the call ran under.
+func (c *Callbacks) settleBreaker(inv *invocation, cl *call, cls classify.Classification, sent, spared bool) {
+	r := cls.BreakerReport()
+	switch {
+	case cl.transparent:
+		r = breaker.Report{Verdict: breaker.Ignore}
+	case spared:
+		r.Verdict = breaker.Ignore
+	}
+	if !cl.transparent && sent && cls.Verdict == classify.Counts {
+		noteInner(inv, cl.dep, &innerFailure{dep: cl.dep, class: cls.Class, retryable: cls.Retryable})
 	}
 	var before breaker.State
 	if c.spans != nil {
@@ -499,52 +414,5 @@ func (c *Callbacks) settle(ctx context.Context, inv *invocation, cl *call, cls c
 		// This report moved the breaker (it tripped, or a probe settled): the
 		// transition belongs on this call's execute_tool span.
 		c.observeTransition(cl.ctx, cl.dep, cl.tool)
-	}
-	c.noteHold(cl, cls)
-	if cl.attempt != nil {
-		c.finishAttempt(ctx, inv, cl, cls, sent)
-	}
-	c.endLimit(cl, cls, sent)
-	if cl.bulk != nil {
-		cl.bulk.Release()
-	}
-	c.inFlight.Add(-1)
-	if cls.Verdict == classify.Counts {
-		c.lastClass.Store(cl.dep, cls.Class)
-	}
-	if cls.ConfigFault {
-		c.noteConfigFault(ctx, inv, cl, cls)
-	}
-	if kind == 0 {
-		return
-	}
-	level, msg := slog.LevelDebug, "agentbreaker: tool call finished"
-	switch {
-	case kind == EventOrphanReleased:
-		level, msg = slog.LevelWarn, "agentbreaker: call released without its after-callback"
-	case kind == EventMisordered:
-		level, msg = slog.LevelWarn, "agentbreaker: a plugin registered before agentbreaker hid a tool error; register agentbreaker first"
-	case cls.Verdict == classify.Counts:
-		level, msg = slog.LevelInfo, "agentbreaker: tool call failed"
-	}
-	if c.onEvent == nil && !(sent && c.obs != nil) && !c.log.Enabled(ctx, level) {
-		return // nobody reads the record: a healthy call with no hook, observer or debug log
-	}
-	now := c.nanos()
-	e := Event{Kind: kind, At: c.timeOf(now), Dependency: cl.dep, Tool: cl.tool, CallID: cl.ctx.FunctionCallID(), InvocationID: inv.id,
-		Outcome: cls.Outcome, Class: cls.Class, Verdict: cls.Verdict, BreakerState: cl.breaker.State(),
-		PolicyVersion: cl.breaker.Policy().Version, Elapsed: time.Duration(max(now-cl.start, 0)), StatusCode: cls.StatusCode}
-	if text != "" {
-		e.Upstream = c.cfg.Guidance.Redaction.Redactor.Fingerprint(text)
-	}
-	if text != "" {
-		c.emit(ctx, e, level, msg, c.upstreamAttr(text))
-	} else {
-		c.emit(ctx, e, level, msg)
-	}
-	if sent && c.obs != nil {
-		// The call's own tool context, even when settled from the end of the run: it
-		// carries the call's IDs and its execute_tool span.
-		c.observeCall(cl.ctx, cl, e.CallID, cls, e.Elapsed, probe)
 	}
 }

@@ -17,7 +17,9 @@
 //     replay a mutation only with an idempotency key).
 //   - Class: a short name from a closed set, safe as a metric label.
 //   - Verdict: what the breaker records. [Healthy] is a success, [Counts] a
-//     failure toward tripping, [Neutral] nothing at all.
+//     failure toward tripping, [Neutral] nothing at all. A business refusal
+//     (the dependency answered and declined) is Healthy, a success in the
+//     window, not Neutral: the dependency is working.
 //   - Retryable, ConfigFault and RetryAfter: whether waiting could help,
 //     whether a person must fix our configuration instead, and how long the
 //     server asked us to wait.

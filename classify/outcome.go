@@ -57,8 +57,10 @@ type Verdict uint8
 const (
 	// Healthy means the dependency behaved correctly, even if the caller
 	// did not get what it wanted: successes, 404s, validation errors on
-	// arguments the model invented, empty results, 401/403. The breaker
-	// records a success.
+	// arguments the model invented, empty results, 401/403, and business
+	// refusals ([ClassRefused]: a declined card, "no such customer"). The
+	// breaker records a success: the call is in its window, as the dependency
+	// working, on every hop (tools, MCP tools, remote agents, workflow nodes).
 	Healthy Verdict = iota + 1
 	// Counts means the call is evidence that the dependency is failing
 	// (connection errors, timeouts, 5xx, 429) and is recorded as a
@@ -67,7 +69,8 @@ const (
 	// Neutral means the call says nothing about the dependency: the caller
 	// cancelled or ran out of its own time, the call was rejected locally,
 	// or a local TLS configuration problem stopped it. The breaker should
-	// release the permit without touching its window.
+	// release the permit without touching its window. A refusal in the
+	// dependency's own words is not neutral: the dependency answered (Healthy).
 	Neutral
 )
 

@@ -51,16 +51,16 @@ func ToolResult(result map[string]any) Classification {
 	if len(result) == 0 {
 		return ForClass(ClassNone)
 	}
-	if rt, _ := result["response_type"].(string); strings.HasPrefix(rt, PayloadPrefix) {
+	r := scanResult(result)
+	if strings.HasPrefix(r.responseType, PayloadPrefix) {
 		return ownPayload(result)
 	}
 	failing := result
-	if !reportsFailure(result) {
-		out, ok := result["output"].(map[string]any)
-		if !ok || !reportsFailure(out) {
+	if !r.failure() {
+		if r.output == nil || !scanResult(r.output).failure() {
 			return ForClass(ClassNone)
 		}
-		failing = out
+		failing = r.output
 	}
 	return inBandFailure(failing)
 }
@@ -150,26 +150,65 @@ var successStatuses = map[string]bool{
 	"success": true, "succeeded": true, "ok": true, "completed": true, "done": true,
 }
 
-func reportsFailure(m map[string]any) bool {
-	status, _ := m["status"].(string)
-	status = strings.ToLower(strings.TrimSpace(status))
-	if status == "error" {
-		return true
+// resultKeys is what the in-band rules read of a result map.
+type resultKeys struct {
+	responseType, status string
+	flagged              bool // isError or is_error true, success false, or an HTTP status of 400 or more
+	err                  any
+	output               map[string]any
+}
+
+// inBandKeys are the keys resultKeys reads.
+var inBandKeys = []string{"response_type", "status", "isError", "is_error", "success", "status_code", "statusCode", "http_status", "error", "output"}
+
+// scanResult reads m's in-band keys: in one pass over a small map (most results,
+// where ten lookups cost more than the walk), by lookup in a large one.
+func scanResult(m map[string]any) (r resultKeys) {
+	if len(m) <= len(inBandKeys) {
+		for k, v := range m {
+			r.take(k, v)
+		}
+		return r
 	}
-	for _, k := range []string{"isError", "is_error"} {
-		if b, _ := m[k].(bool); b {
-			return true
+	for _, k := range inBandKeys {
+		if v, ok := m[k]; ok {
+			r.take(k, v)
 		}
 	}
-	if ok, isBool := m["success"].(bool); isBool && !ok {
-		return true
-	}
-	for _, k := range []string{"status_code", "statusCode", "http_status"} {
-		if n, ok := asInt(m[k]); ok && n >= 400 {
-			return true
+	return r
+}
+
+func (r *resultKeys) take(k string, v any) {
+	switch k {
+	case "response_type":
+		r.responseType, _ = v.(string)
+	case "status":
+		r.status, _ = v.(string)
+	case "isError", "is_error":
+		if b, _ := v.(bool); b {
+			r.flagged = true
 		}
+	case "success":
+		if ok, isBool := v.(bool); isBool && !ok {
+			r.flagged = true
+		}
+	case "status_code", "statusCode", "http_status":
+		if n, ok := asInt(v); ok && n >= 400 {
+			r.flagged = true
+		}
+	case "error":
+		r.err = v
+	case "output":
+		r.output, _ = v.(map[string]any)
 	}
-	return nonEmpty(m["error"]) && !successStatuses[status]
+}
+
+// failure reports whether the map says the call failed: status "error", a flag or
+// code that says so, or an error beside a status that is not a success (a tool may
+// report a harmless warning there alongside a good result).
+func (r resultKeys) failure() bool {
+	status := strings.ToLower(strings.TrimSpace(r.status))
+	return status == "error" || r.flagged || (nonEmpty(r.err) && !successStatuses[status])
 }
 
 // codeKeys hold numeric HTTP statuses, most explicit first.

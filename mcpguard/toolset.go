@@ -20,6 +20,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/internal/toolwrap"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
@@ -120,21 +121,25 @@ func (g *Toolset) Stats() Stats {
 // an error, because adk-go would end the turn with it. See the package doc for what it
 // offers when the server cannot be listed.
 func (g *Toolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
-	permit, err := g.breaker.Allow()
-	if err != nil {
+	// A listing is a request to the server, admitted and settled on the plugin's call
+	// path as a tool call is (a stated delay holds it too); a refused listing is not a
+	// call the model made, so it is logged here and reported nowhere else.
+	pc := callpath.Call{Dependency: g.dep, Tool: "tools/list", InvocationID: ctx.InvocationID(), Breaker: g.breaker}
+	path := g.cb.Path()
+	if r, ok := path.Admit(&pc); !ok {
 		g.listSkipped.Add(1)
 		g.log.LogAttrs(ctx, slog.LevelInfo, "mcpguard: breaker open; tools not listed, the last list offered",
-			slog.String("dependency", g.dep), slog.String("breaker_state", g.breaker.State().String()))
+			slog.String("dependency", g.dep), slog.String("breaker_state", r.State.String()))
 		return g.fallback(), nil
 	}
 	tools, err := g.listWithTimeout(ctx)
 	if err != nil && (errors.Is(err, ErrClosed) || g.transport.closed.Load()) {
-		permit.Ignore() // our own doing, not the server's
+		path.Release(&pc) // our own doing, not the server's
 		return g.fallback(), nil
 	}
 	if err != nil {
 		cls := classify.Error(ctx, err)
-		permit.Report(cls.BreakerReport())
+		path.Settle(ctx, &pc, cls, "")
 		g.listFailures.Add(1)
 		g.log.LogAttrs(ctx, slog.LevelWarn, "mcpguard: listing the server's tools failed; last list offered",
 			slog.String("dependency", g.dep), slog.String("outcome", cls.Outcome.String()),
@@ -143,7 +148,7 @@ func (g *Toolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 	}
 	// A listing that worked says nothing about whether the tools' calls work; counting
 	// it as a success would dilute their failures (one listing per turn).
-	permit.Ignore()
+	path.Release(&pc)
 	g.lists.Add(1)
 	return g.adopt(ctx, tools), nil
 }

@@ -284,14 +284,7 @@ func (f *Failover) report(r *route, p *breaker.Permit, c classify.Classification
 	if c.Verdict == classify.Counts {
 		r.lastFail.Store(&failInfo{class: c.Class, status: c.StatusCode})
 	}
-	v := breaker.Ignore
-	switch c.Verdict {
-	case classify.Healthy:
-		v = breaker.Success
-	case classify.Counts:
-		v = breaker.Failure
-	}
-	p.Report(breaker.Report{Verdict: v, RetryAfter: c.RetryAfter})
+	p.Report(c.BreakerReport())
 }
 
 // failedOrAbandoned is how a call that ended in an error was served: abandoned

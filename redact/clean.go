@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentbreaker/agentbreaker/internal/unsafetext"
 )
 
 // Clean returns s made safe to print in one line: invalid UTF-8 is dropped; control
@@ -55,23 +57,9 @@ const ellipsis = "…"
 
 // unsafeRune reports characters that must not be printed as they are: controls, format
 // characters (Cf: bidi overrides, zero-width joiners, BOM), separators other than the
-// plain space, private use and non-characters.
-func unsafeRune(r rune) bool {
-	if r < 0x80 {
-		return r < 0x20 || r == 0x7f // the common case, without the Unicode tables
-	}
-	switch {
-	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
-		return true
-	case r == 0x2028, r == 0x2029:
-		return true
-	case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Co, r):
-		return true
-	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe:
-		return true
-	}
-	return false
-}
+// plain space, private use and non-characters. The telemetry's label sanitiser
+// replaces the same characters (internal/unsafetext).
+func unsafeRune(r rune) bool { return unsafetext.Rune(r) }
 
 // Excerpt returns at most max bytes of s for an operator who opted in to seeing
 // upstream text: cleaned like [Clean] and with common secret shapes masked like

@@ -42,6 +42,11 @@ type Config struct {
 	Clock clock.Clock
 	// MaxLabelValues caps the distinct values of each label (dependency, tool, model,
 	// region, error_class, cause, from, to); later values are reported as "other".
+	// The library's own classes are outside the cap: every classify class on
+	// error_class and every modelfailover.Cause (and "unknown") on cause always shows
+	// as itself, so that an alert or a query on error_class="http_5xx" never reads
+	// "other" because a classifier invented names first; the cap holds the names a
+	// classifier invents. Those series are charged to MaxSeries like any other.
 	// Defaults to DefaultMaxLabelValues.
 	MaxLabelValues int
 	// MaxSeries caps the total number of series whose labels come from names (breakers,

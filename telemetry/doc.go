@@ -52,10 +52,15 @@
 // len(DurationBuckets)+3, any other 1). Once it is spent, new series are reported under
 // a fixed row labelled "other", each such report is counted in
 // agentbreaker_telemetry_series_overflow_total{metric}, and a warning is logged once.
-// Each label also keeps at most Config.MaxLabelValues distinct values. The worst case
-// is Config.SeriesBound() series: DefaultSeriesBound, 10,302, with the defaults. Label
-// values are sanitised at this edge (invalid UTF-8 and control characters become
-// U+FFFD, values are cut at MaxLabelLength bytes), so no name can make a scrape fail.
+// Each label also keeps at most Config.MaxLabelValues distinct values of the names it is
+// fed; the library's own classes are outside that cap (every classify class on
+// error_class, every modelfailover.Cause on cause), and their series are charged to
+// the budget like any other. The worst case is Config.SeriesBound() series:
+// DefaultSeriesBound, 10,302, with the defaults. Label values are sanitised at this
+// edge: invalid UTF-8 and every character a dependency key may not hold
+// (redact.CheckName: controls, bidirectional overrides and isolates such as U+202E and
+// U+2066, zero-width characters) become U+FFFD, and values are cut at MaxLabelLength
+// bytes, so no name can make a scrape fail or show as something it is not.
 //
 // # Fleet mode
 //

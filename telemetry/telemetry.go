@@ -144,7 +144,7 @@ func (t *Telemetry) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector. Breaker state is read now, from the watched
 // sources. Whatever names it was fed, a scrape holds at most Config.SeriesBound()
-// series and every label value is valid UTF-8 without control characters.
+// series and every label value is valid UTF-8 without control or format characters.
 func (t *Telemetry) Collect(ch chan<- prometheus.Metric) {
 	t.s.Collect(scrape{t.p, ch}) // first: it puts the series known in advance at 0
 	for _, v := range t.p.vecs {

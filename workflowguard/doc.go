@@ -34,6 +34,11 @@
 // graph's output: it stays inside the *Error (Unwrap), whose own message names only
 // the tool, the dependency and the class.
 //
+// A business refusal (the dependency answered and declined: a declined card, "no
+// such customer", an in-band failure naming no outage) is neither:
+// it is the dependency's answer, the node's output on its default route, and the
+// breaker records a success, as on every other hop (classify.Healthy).
+//
 // # Retries
 //
 // New installs [ShouldRetry] as the node's RetryConfig.ShouldRetry, in front of the

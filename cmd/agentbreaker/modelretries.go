@@ -5,7 +5,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 // modelRetries runs sim.RunModelRetries: an OpenAI-compatible primary route that

@@ -21,7 +21,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 var updateSamples = flag.Bool("update-samples", false, "rewrite examples/data/calls.jsonl and calls.csv from the library's own call records")

@@ -16,8 +16,8 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
-	"github.com/agentbreaker/agentbreaker/sim"
-	simplot "github.com/agentbreaker/agentbreaker/sim/plot"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
+	simplot "github.com/agentbreaker/agentbreaker/internal/sim/plot"
 	yaml "go.yaml.in/yaml/v3"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 // scenarioKeys are the keys of a scenario file, the policy's without their prefix (their

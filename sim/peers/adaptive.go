@@ -7,7 +7,7 @@ import (
 
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 // FailsafeLimiter is failsafe-go's adaptivelimiter at its defaults (limits 1 to 200

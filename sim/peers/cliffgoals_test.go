@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 	"github.com/agentbreaker/agentbreaker/sim/peers"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/failsafe-go/failsafe-go/adaptivethrottler"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 // FailsafeThrottler is failsafe-go's adaptivethrottler at its defaults (it sheds once

@@ -3,7 +3,7 @@ package peers_test
 import (
 	"testing"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 	"github.com/agentbreaker/agentbreaker/sim/peers"
 )
 

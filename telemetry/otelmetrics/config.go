@@ -84,8 +84,11 @@ type Config struct {
 	Clock clock.Clock
 	// MaxLabelValues, MaxSeries and DurationBuckets are telemetry.Config's caps and
 	// buckets, with the same meaning and costs, so both paths fold the same series
-	// into "other" (counted in agentbreaker.telemetry.series_overflow). They default
-	// to DefaultMaxLabelValues, DefaultMaxSeries and DefaultDurationBuckets.
+	// into "other" (counted in agentbreaker.telemetry.series_overflow). As in package
+	// telemetry, the library's own classes (every classify class on error_class,
+	// every modelfailover.Cause and "unknown" on cause) are outside MaxLabelValues and
+	// charged to MaxSeries. They default to DefaultMaxLabelValues, DefaultMaxSeries and
+	// DefaultDurationBuckets.
 	MaxLabelValues  int
 	MaxSeries       int
 	DurationBuckets []float64

@@ -54,9 +54,10 @@
 // # Cardinality
 //
 // The attributes are the Prometheus labels (dependency, tool, outcome, error_class,
-// ...), bounded by the same code: Config.MaxLabelValues distinct values per attribute
-// and Config.MaxSeries series over every instrument, past which new series are
-// reported under "other" and counted in agentbreaker.telemetry.series_overflow.
+// ...), bounded and sanitised by the same code: Config.MaxLabelValues distinct values
+// per attribute (the library's own classes and causes outside it) and
+// Config.MaxSeries series over every instrument, past which new series are reported
+// under "other" and counted in agentbreaker.telemetry.series_overflow.
 // Session, invocation and function call IDs never become attributes.
 //
 // # Spans

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 // figure is how one inline figure is computed: the command that prints it and what to
@@ -217,6 +217,80 @@ func init() {
 	figures["bench.adaptive.plugin_breaker"] = benchFig("median -unit ns/call-breaker " + one + " CallbacksPerCallAdaptivePaired")
 	figures["bench.adaptive.plugin_limit"] = benchFig("median -unit ns/call-breaker+limit " + one + " CallbacksPerCallAdaptivePaired")
 	figures["bench.adaptive.plugin_context"] = benchFig("median -unit ns/call-context " + one + " CallbacksPerCallAdaptivePaired")
+	figures["bench.adaptive.failsafe_over_limit"] = benchFig("ratio " + one + " AdaptiveLimit/failsafe-adaptivelimiter AdaptiveLimit/agentbreaker-breaker+limit")
+	figures["bench.adaptive.goal"] = figure{
+		cmd:   "go run ./internal/benchtable table -units ns/op,allocs/op,work-ratio -match 'AdaptiveLimit/|AdaptiveLimitParallel/|Paired' " + one,
+		value: adaptiveCostGoal,
+	}
+}
+
+// The adaptive limit's cost goal (issue 43), as docs/adaptive-concurrency.md states it:
+// read where a user pays it, the plugin's work per call with the limit on at most
+// 1.1× with it off; the primitives at most 4× the breaker alone and at most a fifth of
+// failsafe-go's adaptivelimiter, with no allocation.
+const (
+	adaptiveGoalWorkRatio    = 1.1
+	adaptiveGoalOverBreaker  = 4.0
+	adaptiveGoalUnderPeerDiv = 5.0
+)
+
+// adaptiveCostGoal reads benchtable's table of the adaptive recording and says "met"
+// when every part of the goal holds, or "not met" and the parts that do not.
+func adaptiveCostGoal(out []byte) (string, error) {
+	rows := map[string][]string{} // benchmark → ns/op, allocs/op, work-ratio
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 5 && f[0] != "benchmark" {
+			rows[f[0]] = f[2:]
+		}
+	}
+	num := func(name string, col int) (float64, error) {
+		r, ok := rows[name]
+		if !ok {
+			return 0, fmt.Errorf("no row %s in benchtable's table", name)
+		}
+		v, err := strconv.ParseFloat(strings.ReplaceAll(r[col], ",", ""), 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		return v, nil
+	}
+	var vals [6]float64
+	for i, q := range []struct {
+		name string
+		col  int
+	}{
+		{"CallbacksPerCallAdaptivePaired", 2},
+		{"AdaptiveLimit/agentbreaker-breaker", 0},
+		{"AdaptiveLimit/agentbreaker-breaker+limit", 0},
+		{"AdaptiveLimit/failsafe-adaptivelimiter", 0},
+		{"AdaptiveLimit/agentbreaker-breaker+limit", 1},
+		{"AdaptiveLimitParallel/agentbreaker-breaker+limit", 1},
+	} {
+		v, err := num(q.name, q.col)
+		if err != nil {
+			return "", err
+		}
+		vals[i] = v
+	}
+	work, breaker, limit, peer, allocs, allocsParallel := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
+	var missed []string
+	if work > adaptiveGoalWorkRatio {
+		missed = append(missed, fmt.Sprintf("plugin work %.2f× > %.1f×", work, adaptiveGoalWorkRatio))
+	}
+	if limit > adaptiveGoalOverBreaker*breaker {
+		missed = append(missed, fmt.Sprintf("primitives %.2f× the breaker > %.0f×", limit/breaker, adaptiveGoalOverBreaker))
+	}
+	if limit*adaptiveGoalUnderPeerDiv > peer {
+		missed = append(missed, fmt.Sprintf("primitives 1/%.1f of failsafe-go's > 1/%.0f", peer/limit, adaptiveGoalUnderPeerDiv))
+	}
+	if allocs != 0 || allocsParallel != 0 {
+		missed = append(missed, "allocations")
+	}
+	if len(missed) > 0 {
+		return "not met (" + strings.Join(missed, "; ") + ")", nil
+	}
+	return "met", nil
 }
 
 func init() {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 // partialFigure is one cell of a partial-outage table that `agentbreaker simulate
@@ -29,7 +29,7 @@ func partialFigure(cmd, row, column string) figure {
 	}}
 }
 
-// The 60% tables of docs/partial-outages.md and the README's row, in both shapes:
+// The 60% tables of docs/partial-outages.md, in both shapes:
 // partial.<shape>.<row>.<live|waste>, the row named as the table names it.
 func init() {
 	cmds := map[string]string{

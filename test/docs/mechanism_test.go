@@ -161,3 +161,43 @@ func TestSameImage(t *testing.T) {
 		t.Error("a drawn line counts as the same image")
 	}
 }
+
+// TestAdaptiveCostGoalIsComputed: the verdict the adaptive limit's page shows
+// (bench.adaptive.goal) is computed from benchtable's table against the goal, and says
+// which part a recording misses.
+func TestAdaptiveCostGoalIsComputed(t *testing.T) {
+	table := func(work, breaker, limit, peer string) []byte {
+		return []byte(strings.Join([]string{
+			"goos: linux, goarch: amd64, cpu: Some CPU",
+			"benchmark                                         runs    ns/op  allocs/op  work-ratio",
+			"AdaptiveLimit/agentbreaker-breaker                   6  " + breaker + "          0           –",
+			"AdaptiveLimit/agentbreaker-breaker+limit             6  " + limit + "          0           –",
+			"AdaptiveLimit/failsafe-adaptivelimiter               6  " + peer + "          1           –",
+			"AdaptiveLimitParallel/agentbreaker-breaker+limit     6  22.5          0           –",
+			"CallbacksPerCallAdaptivePaired                       6  185,000   1,860        " + work,
+			"",
+		}, "\n"))
+	}
+	tests := []struct {
+		name                       string
+		work, breaker, limit, peer string
+		want                       string
+	}{
+		{"the recording's figures", "1.06", "12.5", "43.2", "329", "met"},
+		{"the plugin's work over 1.1", "1.12", "12.5", "43.2", "329", "not met (plugin work 1.12× > 1.1×)"},
+		{"over 4× the breaker", "1.06", "10.0", "43.2", "329", "not met (primitives 4.32× the breaker > 4×)"},
+		{"over a fifth of failsafe-go's", "1.06", "12.5", "43.2", "200", "not met (primitives 1/4.6 of failsafe-go's > 1/5)"},
+	}
+	for _, tt := range tests {
+		got, err := adaptiveCostGoal(table(tt.work, tt.breaker, tt.limit, tt.peer))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if _, err := adaptiveCostGoal([]byte("goos: linux\n")); err == nil {
+		t.Error("a table without the rows gives no verdict")
+	}
+}

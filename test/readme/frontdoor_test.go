@@ -41,6 +41,36 @@ func TestReadmeFitsItsBudget(t *testing.T) {
 	require.LessOrEqual(t, n, maxReadmeLines, "README.md has %d lines: move detail to a page under docs/", n)
 }
 
+// maxStatusCell is the longest Status cell of the README's feature table (issue 43):
+// the front door says "done" and links the page where the figures and their limits
+// live; a limit a user must know before choosing gets one short clause.
+const maxStatusCell = 120
+
+// TestFeatureTableStatusCellsAreShort holds every Status cell of the README's feature
+// table, as written (figure markers included), to maxStatusCell characters. Five cells
+// were paragraphs of up to 778.
+func TestFeatureTableStatusCellsAreShort(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	require.NoError(t, err)
+	_, table, ok := strings.Cut(string(b), "\n## Features\n")
+	require.True(t, ok, "the README has a Features section")
+	table, _, _ = strings.Cut(table, "\n## ")
+	rows := 0
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(line, "|")
+		if !strings.HasPrefix(line, "| ") || len(cells) != 5 || strings.TrimSpace(cells[3]) == "Status" {
+			continue
+		}
+		rows++
+		status := strings.TrimSpace(cells[3])
+		require.LessOrEqual(t, len([]rune(status)), maxStatusCell,
+			"the Status cell of %q is %d characters: say done, and move the figures and their limits to the page it links",
+			strings.TrimSpace(cells[1])[:min(40, len(strings.TrimSpace(cells[1])))], len([]rune(status)))
+	}
+	require.Greater(t, rows, 10, "the feature table's rows were found")
+}
+
 // quickStartFile is the Quick start as a program of its own, built by CI with the
 // other examples.
 const quickStartFile = "examples/quickstart/main.go"

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentbreaker/agentbreaker/internal/unsafetext"
 )
 
 // Other replaces label values past a cap or a spent budget, and Unknown an empty value
@@ -22,12 +23,14 @@ const (
 const MaxLabelLength = 128
 
 // Guard bounds the distinct values of one label. The first max values pass; later ones
-// become Other. It is safe for concurrent use; a value already seen costs one
-// read-locked map lookup.
+// become Other. Fixed values (the library's own, a bounded set given to NewFixedGuard)
+// always pass and take no place under the cap. It is safe for concurrent use; a value
+// already seen costs one read-locked map lookup.
 type Guard struct {
 	name   string
 	max    int
 	log    *slog.Logger
+	fixed  map[string]struct{} // read-only after construction
 	mu     sync.RWMutex
 	seen   map[string]struct{}
 	warned atomic.Bool
@@ -39,9 +42,26 @@ func NewGuard(name string, max int, log *slog.Logger) *Guard {
 	return &Guard{name: name, max: max, log: log, seen: make(map[string]struct{})}
 }
 
+// NewFixedGuard is NewGuard for a label that also carries a bounded set of the
+// library's own values (error_class's classes, cause's causes): those always pass as
+// they are, outside the cap, so that an alert or a query on one of them never reads
+// Other because some classifier invented max names first. The cap holds the values
+// not in fixed.
+func NewFixedGuard(name string, max int, log *slog.Logger, fixed []string) *Guard {
+	g := NewGuard(name, max, log)
+	g.fixed = make(map[string]struct{}, len(fixed))
+	for _, v := range fixed {
+		g.fixed[v] = struct{}{}
+	}
+	return g
+}
+
 // Value returns v, or Other once the label holds max other values. v is sanitised
 // first (Sanitize): exporters refuse invalid UTF-8.
 func (g *Guard) Value(v string) string {
+	if _, ok := g.fixed[v]; ok {
+		return v
+	}
 	g.mu.RLock()
 	_, ok := g.seen[v]
 	g.mu.RUnlock()
@@ -158,9 +178,13 @@ func (b *Budget) Known(k Key) bool {
 // Folded returns how many reports of family fam were folded into Other.
 func (b *Budget) Folded(fam uint8) uint64 { return b.folded[fam].Load() }
 
-// Sanitize makes v safe as a label value: invalid UTF-8 and control characters become
-// U+FFFD (the Prometheus client refuses invalid UTF-8, and a scrape that panics or
-// fails answers 500), and a value longer than MaxLabelLength is cut.
+// Sanitize makes v safe as a label value: invalid UTF-8 becomes U+FFFD (the Prometheus
+// client refuses invalid UTF-8, and a scrape that panics or fails answers 500), and so
+// does every character a dependency key may not hold (redact.CheckName): controls,
+// format characters such as the bidirectional overrides and isolates (U+202E, U+2066),
+// which would make a dashboard or a terminal show a label other than it is, line
+// separators, private use and non-characters. A value longer than MaxLabelLength is
+// cut.
 func Sanitize(v string) string {
 	clean := len(v) <= MaxLabelLength && utf8.ValidString(v)
 	if clean {
@@ -176,7 +200,7 @@ func Sanitize(v string) string {
 	}
 	v = strings.ToValidUTF8(v, "\uFFFD")
 	v = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unsafetext.Rune(r) {
 			return '\uFFFD'
 		}
 		return r

@@ -223,13 +223,10 @@ func (s *State) collectFleet(o Observer, byLabel map[string]*breaker.Breaker, fo
 	o.Observe(FleetOutages, float64(outages))
 	o.Observe(FleetRedisCommands, float64(commands))
 	if es, ok := src.(FleetErrorSource); ok {
-		rows := 0
-		for class, n := range es.SyncErrors() {
-			if rows == FleetErrorClasses {
-				break
-			}
-			rows++
-			o.Observe(FleetSyncErrors, float64(n), class)
+		// A source may be user code: its classes are sanitised like any label, and
+		// two that sanitise to the same text are summed into one row.
+		for _, r := range bound.SyncErrorRows(es.SyncErrors(), FleetErrorClasses) {
+			o.Observe(FleetSyncErrors, r.Count, r.Class)
 		}
 	}
 	otherLocal, otherAttached := 0, false

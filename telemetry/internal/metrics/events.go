@@ -44,7 +44,7 @@ func (s *State) CallOutcome(ctx context.Context, c observe.Call) {
 	switch {
 	case class == "":
 		class = string(classify.ClassNone)
-	case !c.Class.Known():
+	default: // the library's classes pass the cap as they are (bound.ErrorClasses)
 		class = s.errorClass.Value(class)
 	}
 	tool := s.tool.Value(c.Tool)

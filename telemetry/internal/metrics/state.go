@@ -79,7 +79,12 @@ func New(cfg Config, rec Recorder) *State {
 	}
 	guard := func(name string) *bound.Guard { return bound.NewGuard(name, cfg.MaxLabelValues, cfg.Logger) }
 	s.dependency, s.tool, s.model, s.region = guard("dependency"), guard("tool"), guard("model"), guard("region")
-	s.errorClass, s.cause, s.route = guard("error_class"), guard("cause"), guard("from/to")
+	s.route = guard("from/to")
+	// The library's own classes and causes pass outside the cap (MaxLabelValues), on
+	// both paths: an alert on error_class="http_5xx" or cause="http_5xx" never reads
+	// "other" because a classifier invented names first.
+	s.errorClass = bound.NewFixedGuard("error_class", cfg.MaxLabelValues, cfg.Logger, bound.ErrorClasses())
+	s.cause = bound.NewFixedGuard("cause", cfg.MaxLabelValues, cfg.Logger, bound.Causes())
 	return s
 }
 

@@ -16,7 +16,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 	"github.com/agentbreaker/agentbreaker/sim/peers"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"image/png"
 
-	"github.com/agentbreaker/agentbreaker/sim"
-	"github.com/agentbreaker/agentbreaker/sim/plot"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim/plot"
 )
 
 // Draw the design document's incident, one row per strategy.

@@ -3,7 +3,7 @@ package sim_test
 import (
 	"fmt"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 // The design document's incident, with the naive strategy and the user's policy.

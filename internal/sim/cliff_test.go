@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 func TestCliffRepeatsAndTheAdaptiveLimitKeepsLatencyNearNoLoad(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentbreaker/agentbreaker/dependencymap"
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 func run(t *testing.T, s sim.Scenario) *sim.Result {

@@ -17,7 +17,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
-	"github.com/agentbreaker/agentbreaker/sim"
+	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
 var (

@@ -1,0 +1,5 @@
+package sub
+
+type Thing struct{ ID string }
+
+func (Thing) Name() string { return "" }
