@@ -23,23 +23,7 @@ func (t *Telemetry) ToolAbandoned(ctx context.Context, a tooltimeout.Abandon) {
 	if t == nil {
 		return
 	}
-	tool := t.tool.required(a.Tool)
-	if a.Returned {
-		// Only the label the abandonment used: never a new series on the way out.
-		if !t.budget.known(seriesKey{fam: famAbandoned, labels: [4]string{tool}}) {
-			tool = otherLabel
-		}
-	} else {
-		t.abandonedAll.WithLabelValues(t.admitOne(famAbandonedTotal, tool)).Inc()
-		tool = t.admitOne(famAbandoned, tool)
-	}
-	// Up on abandoning, down on the return: right however many wrappers share a name
-	// or are folded into "other".
-	if a.Returned {
-		t.abandoned.WithLabelValues(tool).Dec()
-	} else {
-		t.abandoned.WithLabelValues(tool).Inc()
-	}
+	t.s.ToolAbandoned(ctx, a)
 	level, msg := slog.LevelWarn, "agentbreaker: tool call abandoned"
 	if a.Returned {
 		level, msg = slog.LevelInfo, "agentbreaker: abandoned tool call returned"
@@ -55,8 +39,4 @@ func (t *Telemetry) ToolAbandoned(ctx context.Context, a tooltimeout.Abandon) {
 		extra = append(extra, slog.String("error", a.Err.Error()))
 	}
 	t.logCall(ctx, level, msg, a.Tool, "", 0, extra...)
-	if !a.Returned {
-		AnnotateSpan(ctx, Decision{Kind: DecisionAbandoned, Dependency: a.Tool,
-			Outcome: classify.Unknown, Class: classify.ClassTimeout, Elapsed: a.Limit})
-	}
 }

@@ -5,9 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/agentbreaker/agentbreaker"
-	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
-	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -19,22 +18,12 @@ var ErrConfig = errors.New("telemetry: invalid configuration")
 // [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
 type ConfigError = agentbreaker.ConfigError
 
-// BreakerSource lists breakers whose state is read at scrape time and looks one up by
-// name. *dependencymap.Map implements it. Implementations must be safe for concurrent
-// use: scrapes and log records read them while calls run.
-type BreakerSource interface {
-	// Breakers returns every breaker, sorted by name.
-	Breakers() []*breaker.Breaker
-	// Get returns the breaker of a dependency key or model key.
-	Get(key string) (*breaker.Breaker, bool)
-}
-
 // DefaultDurationBuckets are the call duration histogram's bucket bounds, in seconds.
 // They reach two minutes because model calls can take that long.
 var DefaultDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
 // DefaultMaxLabelValues is the default of Config.MaxLabelValues.
-const DefaultMaxLabelValues = 1000
+const DefaultMaxLabelValues = metrics.DefaultMaxLabelValues
 
 // Config configures a [Telemetry].
 type Config struct {
@@ -79,19 +68,11 @@ type Config struct {
 	DurationBuckets []float64
 }
 
-func (c Config) withDefaults() (Config, error) {
+// settings checks c and fills its defaults.
+func (c Config) settings() (metrics.Config, error) {
 	if c.Registerer == nil {
-		return c, &ConfigError{Package: "telemetry", Field: "Registerer", Value: "nil", Problem: "is required (the global registry is never used implicitly)", Err: ErrConfig}
+		return metrics.Config{}, &ConfigError{Package: "telemetry", Field: "Registerer", Value: "nil", Problem: "is required (the global registry is never used implicitly)", Err: ErrConfig}
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	c.Clock = clock.OrSystem(c.Clock)
-	l, err := bound.Limits{MaxLabelValues: c.MaxLabelValues, MaxSeries: c.MaxSeries, DurationBuckets: c.DurationBuckets}.WithDefaults(
-		bound.Limits{MaxLabelValues: DefaultMaxLabelValues, MaxSeries: DefaultMaxSeries, DurationBuckets: DefaultDurationBuckets}, "telemetry", ErrConfig)
-	if err != nil {
-		return c, err
-	}
-	c.MaxLabelValues, c.MaxSeries, c.DurationBuckets = l.MaxLabelValues, l.MaxSeries, l.DurationBuckets
-	return c, nil
+	return metrics.Config{Logger: c.Logger, Clock: c.Clock, MaxLabelValues: c.MaxLabelValues, MaxSeries: c.MaxSeries,
+		DurationBuckets: c.DurationBuckets}.WithDefaults("telemetry", ErrConfig, DefaultDurationBuckets)
 }

@@ -38,7 +38,13 @@
 // Every name starts with agentbreaker_, counters end in _total and durations in
 // _seconds. Labels are bounded: dependency, tool, model, region, outcome, error_class,
 // cause, from, to, state and result. Session, invocation and function call IDs go to
-// logs and spans, never to labels.
+// logs and spans, never to labels. The families and their help texts are those of
+// package otelmetrics: both are made from one table, and docs/operations-metrics.md
+// prints it, with when each family first appears. Series whose labels are known in
+// advance read 0 from the first scrape, so rate() and alerts work before the first
+// event: every watched breaker's, throttle's and limit's, and the bulkhead and
+// retry-budget counters of every watched dependency and the abandoned-call series of
+// every tool the watched map names.
 //
 // Names a model invents cannot grow the exposition without bound: the series whose
 // labels come from names share one budget, Config.MaxSeries (default 10,000), over

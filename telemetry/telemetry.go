@@ -1,14 +1,12 @@
 package telemetry
 
 import (
+	"context"
 	"log/slog"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 )
 
@@ -22,45 +20,8 @@ import (
 type Telemetry struct {
 	reg prometheus.Registerer
 	log *slog.Logger
-	clk clock.Clock
-
-	sourceMu sync.Mutex                      // serialises Watch
-	sources  atomic.Pointer[[]BreakerSource] // copy-on-write list read by scrapes and lookups
-	// throttleSources is the same for throttles (WatchThrottles).
-	throttleSources atomic.Pointer[[]ThrottleSource]
-	// limitSources is the same for adaptive limits (WatchLimits).
-	limitSources atomic.Pointer[[]LimitSource]
-	fleet        atomic.Pointer[FleetSource] // fleet mode's counters and scopes, read by scrapes
-
-	budget  *seriesBudget
-	started time.Time // when New ran: agentbreaker_start_time_seconds
-
-	mu            sync.Mutex            // guards the fields below
-	deps          map[string]*depRecord // by sanitised name; only breakers the budget admitted
-	other         depRecord             // what events taught us about the breakers folded into "other"
-	journalSet    bool
-	journalN      int
-	journalOldest time.Time
-	fallbackSet   bool
-	fallback      float64
-
-	routeMu      sync.Mutex // serialises RouteServing so one route at most reads 1
-	serving      [2]string  // model and region of the route serving now
-	servingIsSet bool
-
-	dependency, tool, model, region, errorClass, cause, route *labelGuard
-
-	calls         *prometheus.CounterVec
-	durations     *prometheus.HistogramVec
-	shortCircuits *prometheus.CounterVec
-	bulkhead      *prometheus.CounterVec
-	retryBudget   *prometheus.CounterVec
-	failovers     *prometheus.CounterVec
-	routeServing  *prometheus.GaugeVec
-	abandoned     *prometheus.GaugeVec
-	abandonedAll  *prometheus.CounterVec
-
-	histCost int // series of one call-duration child
+	s   *metrics.State
+	p   *collectors
 }
 
 var (
@@ -68,70 +29,67 @@ var (
 	_ prometheus.Collector = (*Telemetry)(nil)
 )
 
+// collectors are the table's rows as Prometheus sees them: a vector for each row fed
+// on the call path, a descriptor for each row read at scrape time.
+type collectors struct {
+	vecs  [metrics.NumIDs]prometheus.Collector
+	descs [metrics.NumIDs]*prometheus.Desc
+}
+
+func newCollectors(buckets []float64) *collectors {
+	p := &collectors{}
+	for id, r := range metrics.Rows {
+		switch r.Kind {
+		case metrics.Counter:
+			p.vecs[id] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: r.Prom, Help: r.Help}, r.Labels)
+		case metrics.UpDown:
+			p.vecs[id] = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: r.Prom, Help: r.Help}, r.Labels)
+		case metrics.Histogram:
+			p.vecs[id] = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: r.Prom, Help: r.Help, Buckets: buckets}, r.Labels)
+		default:
+			p.descs[id] = prometheus.NewDesc(r.Prom, r.Help, r.Labels, nil)
+		}
+	}
+	return p
+}
+
+// Record implements metrics.Recorder.
+func (p *collectors) Record(_ context.Context, id metrics.ID, v float64, labels [4]string) {
+	lv := labels[:len(metrics.Rows[id].Labels)]
+	switch vec := p.vecs[id].(type) {
+	case *prometheus.CounterVec:
+		vec.WithLabelValues(lv...).Add(v)
+	case *prometheus.GaugeVec:
+		vec.WithLabelValues(lv...).Add(v)
+	case *prometheus.HistogramVec:
+		vec.WithLabelValues(lv...).Observe(v)
+	}
+}
+
+// scrape is a metrics.Observer writing to one Collect's channel.
+type scrape struct {
+	p  *collectors
+	ch chan<- prometheus.Metric
+}
+
+func (s scrape) Observe(id metrics.ID, v float64, labels ...string) {
+	typ := prometheus.GaugeValue
+	if metrics.Rows[id].Kind == metrics.Total {
+		typ = prometheus.CounterValue
+	}
+	s.ch <- prometheus.MustNewConstMetric(s.p.descs[id], typ, v, labels...)
+}
+
 // New builds the collectors and registers them on cfg.Registerer. It returns a
 // *ConfigError for an invalid field, or the registerer's error (for example when
 // another Telemetry is already registered there).
 func New(cfg Config) (*Telemetry, error) {
-	cfg, err := cfg.withDefaults()
+	mc, err := cfg.settings()
 	if err != nil {
 		return nil, err
 	}
-	t := &Telemetry{
-		reg:  cfg.Registerer,
-		log:  cfg.Logger,
-		clk:  cfg.Clock,
-		deps: make(map[string]*depRecord),
-
-		budget:   newSeriesBudget(cfg.MaxSeries, cfg.Logger),
-		started:  cfg.Clock.Now(),
-		histCost: len(cfg.DurationBuckets) + 3,
-	}
-	t.other.transitions = make(map[transition]uint64)
-	guard := func(name string) *labelGuard { return newLabelGuard(name, cfg.MaxLabelValues, cfg.Logger) }
-	t.dependency, t.tool, t.model, t.region = guard("dependency"), guard("tool"), guard("model"), guard("region")
-	// The library's own classes and causes pass outside the cap (Config.MaxLabelValues).
-	t.errorClass, t.cause = newErrorClassGuard(cfg.MaxLabelValues, cfg.Logger), newCauseGuard(cfg.MaxLabelValues, cfg.Logger)
-	t.route = guard("from/to")
-
-	t.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: nameCalls,
-		Help: "Guarded calls sent to their dependency, by classified outcome and error class.",
-	}, []string{"dependency", "tool", "outcome", "error_class"})
-	t.durations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    nameCallDuration,
-		Help:    "Duration of guarded calls sent to their dependency, by classified outcome.",
-		Buckets: cfg.DurationBuckets,
-	}, []string{"dependency", "outcome"})
-	t.shortCircuits = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: nameShortCircuits,
-		Help: "Calls answered locally because their breaker did not admit them, by the state that rejected them.",
-	}, []string{"dependency", "tool", "state"})
-	t.bulkhead = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: nameBulkheadRejections,
-		Help: "Calls refused because the dependency's bulkhead was full.",
-	}, []string{"dependency"})
-	t.retryBudget = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: nameRetryBudgetExhausted,
-		Help: "Retries refused because the dependency's retry budget was spent.",
-	}, []string{"dependency"})
-	t.failovers = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: nameModelFailovers,
-		Help: "Model calls moved from one route (model@region) to the next, by cause.",
-	}, []string{"from", "to", "cause"})
-	t.routeServing = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: nameRouteServing,
-		Help: "1 for the model route serving calls now, 0 for routes that served before.",
-	}, []string{"model", "region"})
-
-	t.abandoned = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: nameAbandoned,
-		Help: "Tool calls that ran past their timeout and are still running: the wrapper answered without them and their goroutine is stuck until the tool returns.",
-	}, []string{"tool"})
-	t.abandonedAll = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: nameAbandonedTotal,
-		Help: "Tool calls abandoned after their timeout because the tool ignored its context.",
-	}, []string{"tool"})
-
+	p := newCollectors(mc.DurationBuckets)
+	t := &Telemetry{reg: cfg.Registerer, log: mc.Logger, p: p, s: metrics.New(mc, p)}
 	if cfg.Breakers != nil {
 		t.Watch(cfg.Breakers)
 	}
@@ -145,36 +103,24 @@ func New(cfg Config) (*Telemetry, error) {
 }
 
 // MustNew is New for configurations known to be valid; it panics on error.
-func MustNew(cfg Config) *Telemetry {
-	t, err := New(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+func MustNew(cfg Config) *Telemetry { return metrics.Must(New(cfg)) }
 
 // Watch adds a source of breakers read at every scrape. A breaker whose name an earlier
 // source already listed is skipped. Watch is safe to call at any time.
-func (t *Telemetry) Watch(src BreakerSource) {
-	if t == nil || src == nil {
-		return
-	}
-	t.sourceMu.Lock()
-	defer t.sourceMu.Unlock()
-	var next []BreakerSource
-	if cur := t.sources.Load(); cur != nil {
-		next = append(next, *cur...)
-	}
-	next = append(next, src)
-	t.sources.Store(&next)
-}
+func (t *Telemetry) Watch(src BreakerSource) { t.state().Watch(src) }
 
-func (t *Telemetry) sourceList() []BreakerSource {
-	if s := t.sources.Load(); s != nil {
-		return *s
-	}
-	return nil
-}
+// WatchThrottles adds a source of throttles read at every scrape. A throttle whose name
+// an earlier source already listed is skipped. It is safe to call at any time.
+func (t *Telemetry) WatchThrottles(src ThrottleSource) { t.state().WatchThrottles(src) }
+
+// WatchLimits adds a source of adaptive limits read at every scrape. A limit whose name
+// an earlier source already listed is skipped. It is safe to call at any time.
+func (t *Telemetry) WatchLimits(src LimitSource) { t.state().WatchLimits(src) }
+
+// WatchFleet reads src at every scrape: its counters, and the scope of every watched
+// breaker it has attached. A later call replaces the source; nil stops the fleet
+// metrics. It is safe to call at any time. Config.Fleet does the same at construction.
+func (t *Telemetry) WatchFleet(src FleetSource) { t.state().WatchFleet(src) }
 
 // Unregister removes the collectors from the registerer they were registered on, so a
 // process can replace its Telemetry. It reports whether they were registered.
@@ -187,27 +133,12 @@ func (t *Telemetry) Unregister() bool {
 
 // Describe implements prometheus.Collector.
 func (t *Telemetry) Describe(ch chan<- *prometheus.Desc) {
-	t.calls.Describe(ch)
-	t.durations.Describe(ch)
-	t.shortCircuits.Describe(ch)
-	t.bulkhead.Describe(ch)
-	t.retryBudget.Describe(ch)
-	t.failovers.Describe(ch)
-	t.routeServing.Describe(ch)
-	t.abandoned.Describe(ch)
-	t.abandonedAll.Describe(ch)
-	t.budget.overflow.Describe(ch)
-	for _, d := range scrapeDescs {
-		ch <- d
-	}
-	ch <- descThrottleShare
-	ch <- descThrottleShed
-	ch <- descLimit
-	ch <- descLimitFloor
-	ch <- descLimitNoLoad
-	ch <- descLimitRefused
-	for _, d := range fleetDescs {
-		ch <- d
+	for id, v := range t.p.vecs {
+		if v != nil {
+			v.Describe(ch)
+		} else {
+			ch <- t.p.descs[id]
+		}
 	}
 }
 
@@ -215,18 +146,19 @@ func (t *Telemetry) Describe(ch chan<- *prometheus.Desc) {
 // sources. Whatever names it was fed, a scrape holds at most Config.SeriesBound()
 // series and every label value is valid UTF-8 without control or format characters.
 func (t *Telemetry) Collect(ch chan<- prometheus.Metric) {
-	t.calls.Collect(ch)
-	t.durations.Collect(ch)
-	t.shortCircuits.Collect(ch)
-	t.bulkhead.Collect(ch)
-	t.retryBudget.Collect(ch)
-	t.failovers.Collect(ch)
-	t.routeServing.Collect(ch)
-	t.abandoned.Collect(ch)
-	t.abandonedAll.Collect(ch)
-	t.budget.overflow.Collect(ch)
-	t.collectBreakers(ch)
-	t.collectGauges(ch)
-	t.collectThrottles(ch)
-	t.collectLimits(ch)
+	t.s.Collect(scrape{t.p, ch}) // first: it puts the series known in advance at 0
+	for _, v := range t.p.vecs {
+		if v != nil {
+			v.Collect(ch)
+		}
+	}
+}
+
+// state is the exporter-neutral state, nil for a nil *Telemetry (its methods are
+// no-ops on nil).
+func (t *Telemetry) state() *metrics.State {
+	if t == nil {
+		return nil
+	}
+	return t.s
 }

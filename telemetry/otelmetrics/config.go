@@ -1,18 +1,15 @@
 package otelmetrics
 
 import (
-	"errors"
-	"iter"
 	"log/slog"
+
+	"errors"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentbreaker/agentbreaker"
-	"github.com/agentbreaker/agentbreaker/adaptivelimit"
-	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
-	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
-	"github.com/agentbreaker/agentbreaker/throttle"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
 )
 
 // ErrConfig is the sentinel every configuration error unwraps to.
@@ -22,61 +19,39 @@ var ErrConfig = errors.New("otelmetrics: invalid configuration")
 // [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
 type ConfigError = agentbreaker.ConfigError
 
-// BreakerSource lists breakers whose state is read at collection time and looks one up
-// by name. *dependencymap.Map implements it. It has the method set of
-// telemetry.BreakerSource, declared here so that this package does not import the
-// Prometheus client. Implementations must be safe for concurrent use.
-type BreakerSource interface {
-	// Breakers returns every breaker, sorted by name.
-	Breakers() []*breaker.Breaker
-	// Get returns the breaker of a dependency key or model key.
-	Get(key string) (*breaker.Breaker, bool)
-}
+// The sources read at collection time are those of package telemetry, declared in a
+// package that does not import the Prometheus client, so one value feeds both paths.
+// A BreakerSource lists breakers (Breakers) and looks one up by dependency or model
+// key (Get); a ThrottleSource lists throttles (Throttles); a LimitSource lists
+// adaptive concurrency limits (Limiters): *dependencymap.Map is all three. Each must
+// be safe for concurrent use.
+type (
+	BreakerSource  = metrics.BreakerSource
+	ThrottleSource = metrics.ThrottleSource
+	LimitSource    = metrics.LimitSource
+)
 
-// ThrottleSource lists the throttles whose state is read at collection time.
-// *dependencymap.Map implements it.
-type ThrottleSource interface {
-	// Throttles returns every throttle, sorted by name.
-	Throttles() []*throttle.Throttle
-}
-
-// LimitSource lists the adaptive concurrency limits whose state is read at collection
-// time. *dependencymap.Map implements it. It has the method set of
-// telemetry.LimitSource, so one value feeds both paths. Implementations must be safe
-// for concurrent use.
-type LimitSource interface {
-	// Limiters returns every adaptive limit, sorted by name.
-	Limiters() []*adaptivelimit.Limiter
-}
-
-// FleetSource is what fleet mode (package fleet) shows at collection time; *fleet.Fleet
-// implements it. It must not block on the network.
-type FleetSource interface {
-	// Scope returns "fleet" while the named breaker follows the fleet, "local" while it
-	// decides alone and "" when no breaker of that name is attached.
-	Scope(dependency string) string
-	// Counters returns the fleet's counters since it started.
-	Counters() (syncs, failures, outages, commands int64)
-}
-
-// FleetErrorSource is implemented by a FleetSource that classifies its failed syncs
-// (*fleet.Fleet does); at most FleetErrorClasses classes are exported.
-type FleetErrorSource interface {
-	SyncErrors() iter.Seq2[string, int64]
-}
+// A FleetSource is fleet mode's view, each breaker's Scope ("fleet", "local", or ""
+// when not attached) and the fleet's Counters; a FleetErrorSource also classifies its
+// failed syncs (SyncErrors, at most FleetErrorClasses classes exported).
+// *fleet.Fleet is both. Neither may block on the network.
+type (
+	FleetSource      = metrics.FleetSource
+	FleetErrorSource = metrics.FleetErrorSource
+)
 
 // FleetErrorClasses bounds the rows of agentbreaker.fleet.sync_errors.
-const FleetErrorClasses = 4
+const FleetErrorClasses = metrics.FleetErrorClasses
 
 // DefaultDurationBuckets are the call duration histogram's bucket bounds, in seconds:
 // those of the Prometheus telemetry, so that histogram_quantile reads the same.
 var DefaultDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
 // DefaultMaxLabelValues is the default of Config.MaxLabelValues, as in package telemetry.
-const DefaultMaxLabelValues = 1000
+const DefaultMaxLabelValues = metrics.DefaultMaxLabelValues
 
 // DefaultMaxSeries is the default of Config.MaxSeries, as in package telemetry.
-const DefaultMaxSeries = 10000
+const DefaultMaxSeries = metrics.DefaultMaxSeries
 
 // Config configures [Metrics]. Its caps have the meaning and the defaults of
 // telemetry.Config's, so a process exports the same series through either path.
@@ -107,37 +82,24 @@ type Config struct {
 	// oldest journal intent's age) and the start time. Give it the breakers' clock.
 	// Defaults to the system clock.
 	Clock clock.Clock
-	// MaxLabelValues caps the distinct values of each attribute that comes from a name
-	// (dependency, tool, model, region, error_class, cause, from/to); later values are
-	// reported as "other". As in package telemetry, the library's own classes (every
-	// classify class on error_class, every modelfailover.Cause and "unknown" on cause)
-	// are outside the cap and charged to MaxSeries. Defaults to DefaultMaxLabelValues.
-	MaxLabelValues int
-	// MaxSeries caps the series whose attributes come from names, over every
-	// instrument together, with the costs of telemetry.Config.MaxSeries (a breaker
-	// 21, a call-duration series len(DurationBuckets)+3, others 1). Past it, new
-	// series are reported under "other" and counted in
-	// agentbreaker.telemetry.series_overflow. Defaults to DefaultMaxSeries.
-	MaxSeries int
-	// DurationBuckets are the explicit bucket bounds, in seconds, of
-	// agentbreaker.call.duration: positive and increasing. Defaults to
+	// MaxLabelValues, MaxSeries and DurationBuckets are telemetry.Config's caps and
+	// buckets, with the same meaning and costs, so both paths fold the same series
+	// into "other" (counted in agentbreaker.telemetry.series_overflow). As in package
+	// telemetry, the library's own classes (every classify class on error_class,
+	// every modelfailover.Cause and "unknown" on cause) are outside MaxLabelValues and
+	// charged to MaxSeries. They default to DefaultMaxLabelValues, DefaultMaxSeries and
 	// DefaultDurationBuckets.
+	MaxLabelValues  int
+	MaxSeries       int
 	DurationBuckets []float64
 }
 
-func (c Config) withDefaults() (Config, error) {
+// settings checks c and fills its defaults.
+func (c Config) settings() (metrics.Config, error) {
 	if c.MeterProvider == nil {
-		return c, &ConfigError{Package: "otelmetrics", Field: "MeterProvider", Value: "nil", Problem: "is required (the global provider is never used implicitly)", Err: ErrConfig}
+		return metrics.Config{}, &ConfigError{Package: "otelmetrics", Field: "MeterProvider", Value: "nil", Problem: "is required (the global provider is never used implicitly)", Err: ErrConfig}
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	c.Clock = clock.OrSystem(c.Clock)
-	l, err := bound.Limits{MaxLabelValues: c.MaxLabelValues, MaxSeries: c.MaxSeries, DurationBuckets: c.DurationBuckets}.WithDefaults(
-		bound.Limits{MaxLabelValues: DefaultMaxLabelValues, MaxSeries: DefaultMaxSeries, DurationBuckets: DefaultDurationBuckets}, "otelmetrics", ErrConfig)
-	if err != nil {
-		return c, err
-	}
-	c.MaxLabelValues, c.MaxSeries, c.DurationBuckets = l.MaxLabelValues, l.MaxSeries, l.DurationBuckets
-	return c, nil
+	mc := metrics.Config{Logger: c.Logger, Clock: c.Clock, MaxLabelValues: c.MaxLabelValues, MaxSeries: c.MaxSeries}
+	mc.DurationBuckets = c.DurationBuckets
+	return mc.WithDefaults("otelmetrics", ErrConfig, DefaultDurationBuckets)
 }

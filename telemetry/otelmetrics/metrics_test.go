@@ -95,12 +95,16 @@ func TestEveryInstrumentIsCollected(t *testing.T) {
 	require.Equal(t, otelmetrics.DefaultDurationBuckets, h.DataPoints[0].Bounds)
 	require.Equal(t, metricdata.CumulativeTemporality, h.Temporality)
 	require.Equal(t, map[string]float64{"dependency=crm,state=open,tool=lookup_customer": 1}, c.points(t, "agentbreaker.short_circuits"))
-	require.Equal(t, map[string]float64{"dependency=crm": 1}, c.points(t, "agentbreaker.bulkhead.rejections"))
-	require.Equal(t, map[string]float64{"dependency=crm": 1}, c.points(t, "agentbreaker.retry_budget.exhausted"))
+	// The watched dependencies without an event are there at 0 (issue 48 item 5).
+	atZero := map[string]float64{"dependency=crm": 1, "dependency=billing": 0, "dependency=search": 0}
+	require.Equal(t, atZero, c.points(t, "agentbreaker.bulkhead.rejections"))
+	require.Equal(t, atZero, c.points(t, "agentbreaker.retry_budget.exhausted"))
 	require.Equal(t, map[string]float64{"cause=http_5xx,from=pro@a,to=pro@b": 1}, c.points(t, "agentbreaker.model.failovers"))
 	require.Equal(t, map[string]float64{"cause=http_5xx,from=pro@a,to=pro@b": 1}, c.points(t, "agentbreaker.model.fallback_calls"))
-	require.Equal(t, map[string]float64{"tool=export_report": 1}, c.points(t, "agentbreaker.tool_calls.abandoned"))
-	require.Equal(t, map[string]float64{"tool=export_report": 1}, c.points(t, "agentbreaker.tool.calls.abandoned"))
+	// And so are the tools the map names.
+	abandoned := map[string]float64{"tool=export_report": 1, "tool=get_invoice": 0, "tool=lookup_customer": 0, "tool=web_search": 0}
+	require.Equal(t, abandoned, c.points(t, "agentbreaker.tool_calls.abandoned"))
+	require.Equal(t, abandoned, c.points(t, "agentbreaker.tool.calls.abandoned"))
 	require.False(t, c["agentbreaker.tool_calls.abandoned"].Data.(metricdata.Sum[float64]).IsMonotonic, "a gauge moved up and down")
 	require.True(t, c["agentbreaker.tool.calls.abandoned"].Data.(metricdata.Sum[float64]).IsMonotonic)
 
@@ -144,8 +148,9 @@ func TestEveryInstrumentIsCollected(t *testing.T) {
 	// The abandoned call returns: the gauge goes back to 0, the counter stays.
 	m.ToolAbandoned(context.Background(), tooltimeout.Abandon{Tool: "export_report", Returned: true})
 	c = collect(t, reader)
-	require.Equal(t, map[string]float64{"tool=export_report": 0}, c.points(t, "agentbreaker.tool_calls.abandoned"))
-	require.Equal(t, map[string]float64{"tool=export_report": 1}, c.points(t, "agentbreaker.tool.calls.abandoned"))
+	abandoned["tool=export_report"] = 0
+	require.Equal(t, abandoned, c.points(t, "agentbreaker.tool_calls.abandoned"))
+	require.Equal(t, 1.0, c.points(t, "agentbreaker.tool.calls.abandoned")["tool=export_report"])
 }
 
 // TestStateIsReadAtCollection: the open duration grows with the clock between two

@@ -97,7 +97,10 @@ func render(r *runner, name, page string, update bool, fail func(string, ...any)
 			continue
 		}
 		shown, _, _ := strings.Cut(b.cmd, " | ")
-		want := append([]string{"$ " + shown}, strings.Split(strings.TrimSuffix(string(res.out), "\n"), "\n")...)
+		want := strings.Split(strings.TrimSuffix(string(res.out), "\n"), "\n")
+		if !b.table {
+			want = append([]string{"$ " + shown}, want...)
+		}
 		if res.exit != 0 {
 			want = append(want, fmt.Sprintf("[exit status %d]", res.exit))
 		}

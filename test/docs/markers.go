@@ -6,15 +6,18 @@ import (
 	"strings"
 )
 
-// The three markers a page may hold (see docs/CONTRIBUTING-docs.md):
+// The markers a page may hold (see docs/CONTRIBUTING-docs.md):
 //
 //	<!-- run: CMD [| FILTER]... -->     then a fenced block: "$ CMD" and CMD's output
+//	<!-- table: CMD -->                 then CMD's output as is (a Markdown table), up to
+//	                                    a line <!-- /table -->
 //	<!-- run, exit N: CMD -->           the same for a command that must exit N, and a
 //	                                    last line "[exit status N]"
 //	<!-- fig: NAME -->VALUE<!-- /fig -->  a figure inside a sentence, from the figures table
 //	<!-- file PATH: CMD -->             PATH must equal the file CMD writes to "$OUT"
 var (
 	runMarker  = regexp.MustCompile(`^<!-- run(?:, exit (\d+))?: (.+) -->$`)
+	tableMark  = regexp.MustCompile(`^<!-- table: (.+) -->$`)
 	figMarker  = regexp.MustCompile(`<!-- fig: ([\w.-]+) -->(.*?)<!-- /fig -->`)
 	fileMarker = regexp.MustCompile(`^<!-- file (\S+): (.+) -->$`)
 	fence      = regexp.MustCompile("^```")
@@ -25,7 +28,8 @@ type block struct {
 	line       int // the marker's line
 	cmd        string
 	exit       int
-	open, shut int // the fence lines
+	open, shut int // the fence lines (for a table, the two markers)
+	table      bool
 }
 
 // file is one file marker.
@@ -55,6 +59,18 @@ func scan(name string, lines []string) ([]block, []file, error) {
 						name, j+1, lines[j])
 				}
 			}
+			i = shut
+			continue
+		}
+		if m := tableMark.FindStringSubmatch(l); m != nil {
+			shut := i + 1
+			for shut < len(lines) && lines[shut] != "<!-- /table -->" {
+				shut++
+			}
+			if shut == len(lines) {
+				return nil, nil, fmt.Errorf("%s:%d: a table marker needs a line <!-- /table --> below it", name, i+1)
+			}
+			blocks = append(blocks, block{line: i, cmd: m[1], open: i, shut: shut, table: true})
 			i = shut
 			continue
 		}

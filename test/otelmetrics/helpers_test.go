@@ -141,6 +141,9 @@ func declaredFamilies(t *testing.T) []string {
 	fset := token.NewFileSet()
 	paths, err := filepath.Glob("../../telemetry/*.go")
 	require.NoError(t, err)
+	table, err := filepath.Glob("../../telemetry/internal/metrics/*.go")
+	paths = append(paths, table...)
+	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, path := range paths {
 		if strings.HasSuffix(path, "_test.go") {
