@@ -9,7 +9,7 @@
 # The design:
 #  1. api/baseline.txt is text: every exported feature of every public package (not
 #     internal/, cmd/, examples/, deploy/), one line each, in the style of Go's own
-#     api/go1.txt, written by `go run ./internal/apicheck` (see its doc). The check
+#     api/go1.txt, written by `go -C test run ./apicheck ..` (see its doc). The check
 #     prints the listing of the work tree into a temporary file and fails if it differs
 #     from the committed file, showing the diff and the command above. This is the gate:
 #     any change to the API, compatible or not, must come with the updated baseline.
@@ -113,7 +113,7 @@ classify() {
 	fi
 }
 
-go run ./internal/apicheck >"$tmp/listing"
+go -C test run ./apicheck .. >"$tmp/listing"
 
 if $update; then
 	mkdir -p "$(dirname "$baseline")"

@@ -17,7 +17,11 @@ import (
 )
 
 func main() {
-	if err := run(os.Stdout, "."); err != nil {
+	dir := "." // the module to list: the repository root, from .ci/api.sh
+	if len(os.Args) > 1 {
+		dir = os.Args[1]
+	}
+	if err := run(os.Stdout, dir); err != nil {
 		fmt.Fprintln(os.Stderr, "apicheck:", err)
 		os.Exit(1)
 	}
@@ -26,7 +30,7 @@ func main() {
 // header opens the listing; it is part of the compared text, so it changes only with
 // this file.
 const header = `# The exported API of agentbreaker's public packages, one line per feature, written by
-# internal/apicheck. CI fails when the code's API differs from this file; a commit that
+# test/apicheck. CI fails when the code's API differs from this file; a commit that
 # changes the API updates it with ` + "`bash .ci/api.sh -update`" + ` and names the change in
 # CHANGELOG.md. "agentbreaker/" stands for "github.com/agentbreaker/".
 `

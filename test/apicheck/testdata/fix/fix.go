@@ -1,4 +1,4 @@
-// Package fix holds one of each kind of feature internal/apicheck lists.
+// Package fix holds one of each kind of feature test/apicheck lists.
 package fix
 
 import (

@@ -26,5 +26,5 @@
 // GOOS and GOARCH as the go command sees them, and default build tags: a file behind a
 // build constraint (breaker's hooks_on.go) counts only if it builds by default.
 //
-//	go run ./internal/apicheck   (from the module's root)
+//	go -C test run ./apicheck ..   (from the repository root)
 package main
