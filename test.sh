@@ -5,7 +5,7 @@
 # replace the defaults, for example `./test.sh -short` for the quick path. sim/peers, a
 # module of its own too, runs failsafe-go as a row of the partial-outage tables.
 #
-# The output is plain go test's, read from go test -json by internal/testreport, which
+# The output is plain go test's, read from go test -json by test/internal/testreport, which
 # ends it with one line for each skipped test and the reason it gave (a service that is
 # not reachable, say), so a run without Redis or PostgreSQL says what did not run.
 set -euo pipefail
@@ -19,7 +19,7 @@ for arg in "$@"; do
 done
 report=$(mktemp -d)
 trap 'rm -rf "$report"' EXIT
-go build -o "$report/testreport" ./internal/testreport
+go -C test build -o "$report/testreport" ./internal/testreport
 run_modules() {
 	local status=0
 	for module in . test sim/peers; do
