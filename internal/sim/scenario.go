@@ -366,7 +366,7 @@ func setInt(dst *int, src *int, name string) error {
 		return nil
 	}
 	if *src == 0 && name != "reissues" {
-		return &ConfigError{Package: "sim", Field: name, Value: 0, Problem: "must be at least 1 (leave it out for the default)"}
+		return badField(name, 0, "must be at least 1 (leave it out for the default)")
 	}
 	*dst = *src
 	return nil
@@ -450,13 +450,13 @@ func (f scenarioFile) durations(s *Scenario) error {
 		}
 		v, err := time.ParseDuration(d.src)
 		if err != nil {
-			return &ConfigError{Package: "sim", Field: d.name, Value: d.src, Problem: "not a duration (want e.g. 30s, 5m)"}
+			return badField(d.name, d.src, "not a duration (want e.g. 30s, 5m)")
 		}
 		if v == 0 && d.name == "outage_start" {
 			v = time.Nanosecond // an outage from the first instant: keep it distinct from "default"
 		}
 		if v == 0 {
-			return &ConfigError{Package: "sim", Field: d.name, Value: d.src, Problem: "must be more than zero (leave it out for the default)"}
+			return badField(d.name, d.src, "must be more than zero (leave it out for the default)")
 		}
 		*d.dst = v
 	}
