@@ -29,16 +29,48 @@ func (l *Limiter) update(now int64, drain bool) {
 	if l.sampleCount() < int64(c.MinSamples) && !overdue && !drain {
 		return // too few samples: keep them for the next update
 	}
-	var sum, n int64
+	sum, n := l.takeSamples()
+	used := l.inUse.Load()
+	l.seen = 0
+	least := l.sampleMin.Swap(math.MaxInt64)
+	nl = l.noLoadLatency(now, nl, least)
+	if nl == 0 {
+		return // nothing succeeded yet: nothing to compare latency with
+	}
+	l.noLoad.Store(int64(nl))
+
+	sample, stall := age, age > 0
+	if n > 0 {
+		if mean := float64(sum) / float64(n); mean >= age {
+			sample, stall = mean, false
+		}
+	}
+	l.limitF = l.nextLimit(nl, nl*tol, sample, stall, used)
+	eff := int64(math.Round(l.limitF))
+	// In use from here on if half of the new limit is in flight already.
+	l.half.Store(halfOf(l.limitF))
+	l.inUse.Store(false)
+	l.noteUse()
+	l.setLimit(l.heldLimit(now, eff))
+}
+
+// takeSamples empties the stripes' sample fields and returns the sum of their
+// latencies, in ns, and how many there were. The caller holds l.mu.
+func (l *Limiter) takeSamples() (sum, n int64) {
 	for i := range l.stripes {
 		w := l.stripes[i].samples.Swap(0)
 		n += int64(w >> 40)
 		sum += int64(w&sampleMask) << sampleShift
 	}
-	used := l.inUse.Load()
-	l.seen = 0
-	least := l.sampleMin.Swap(math.MaxInt64)
+	return sum, n
+}
 
+// noLoadLatency returns the no-load latency, in ns, given the last one, nl, and the
+// fastest success since the last update, least: a measurement that is complete
+// replaces nl, and a success faster than it lowers it. 0 means nothing succeeded yet.
+// The caller holds l.mu.
+func (l *Limiter) noLoadLatency(now int64, nl float64, least int64) float64 {
+	c := &l.cfg
 	if l.measuring.Load() && l.measureN.Load() >= int64(c.MinSamples) {
 		// The measurement is complete: its minimum is the no-load latency, higher or
 		// lower than the last one.
@@ -54,18 +86,14 @@ func (l *Limiter) update(now int64, drain bool) {
 		}
 		nl = float64(least)
 	}
-	if nl == 0 {
-		return // nothing succeeded yet: nothing to compare latency with
-	}
-	l.noLoad.Store(int64(nl))
+	return nl
+}
 
-	sample, stall := age, age > 0
-	if n > 0 {
-		if mean := float64(sum) / float64(n); mean >= age {
-			sample, stall = mean, false
-		}
-	}
-	target := nl * tol
+// nextLimit returns the limit after an update, within MinLimit and MaxLimit, from the
+// no-load latency nl, the target latency, the latency sample (the mean, or how long
+// calls have been stalled if stall) and whether the limit was in use. The caller holds
+// l.mu.
+func (l *Limiter) nextLimit(nl, target, sample float64, stall, used bool) float64 {
 	limit := l.limitF
 	switch {
 	case sample > target:
@@ -89,13 +117,14 @@ func (l *Limiter) update(now int64, drain bool) {
 		// more.
 		limit += math.Sqrt(limit) * min(1, (target-sample)/(target-nl))
 	}
-	l.limitF = min(max(limit, float64(c.MinLimit)), float64(c.MaxLimit))
-	eff := int64(math.Round(l.limitF))
-	// In use from here on if half of the new limit is in flight already.
-	l.half.Store(halfOf(l.limitF))
-	l.inUse.Store(false)
-	l.noteUse()
+	return min(max(limit, float64(l.cfg.MinLimit)), float64(l.cfg.MaxLimit))
+}
 
+// heldLimit returns the limit to enforce given the computed one, eff: while the
+// no-load latency is being measured, at most half of the limit the measurement started
+// under. It starts a measurement when one is due. The caller holds l.mu.
+func (l *Limiter) heldLimit(now, eff int64) int64 {
+	c := &l.cfg
 	if !l.measuring.Load() && l.measured && now >= l.refresh {
 		// Measure the no-load latency again under half the limit, which drains the
 		// dependency's queue if the limit crept above its capacity (a windowed minimum
@@ -109,7 +138,7 @@ func (l *Limiter) update(now int64, drain bool) {
 	if l.measuring.Load() {
 		eff = min(eff, l.held)
 	}
-	l.setLimit(eff)
+	return eff
 }
 
 // sampleCount is how many samples the stripes hold.

@@ -168,17 +168,8 @@ type Work struct {
 // dependency can even be tried again.
 func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 	d := Decision{Dependency: w.Dependency, Tool: w.Tool}
-	if w.MaxWait < 0 {
-		return d, &ConfigError{Package: "admission", Field: "Work.MaxWait", Value: w.MaxWait, Problem: "must not be negative"}
-	}
-	if w.ReplayPolicy == "" {
-		w.ReplayPolicy = ReplayAuto
-	}
-	if w.ReplayPolicy != ReplayAuto && w.ReplayPolicy != ReplayHandOver {
-		return d, &ConfigError{Package: "admission", Field: "Work.ReplayPolicy", Value: fmt.Sprintf("%q", w.ReplayPolicy), Problem: `must be "auto" or "hand_over"`}
-	}
-	if w.ReplayPolicy == ReplayAuto && c.cfg.Replay == nil && w.MaxWait > 0 {
-		return d, &ConfigError{Package: "admission", Field: "Config.Replay", Value: "nil", Problem: "is required to queue work with ReplayAuto"}
+	if err := c.checkWork(&w); err != nil {
+		return d, err
 	}
 	if w.Dependency == "" {
 		d.Verdict, d.Reason = Admit, ReasonNoDependency
@@ -221,29 +212,17 @@ func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 		return d, nil
 	}
 	if w.IdempotencyKey != "" {
-		// Never queue a repeat of an operation that may already have been applied.
-		un, err := c.cfg.Journal.UnresolvedKey(ctx, w.IdempotencyKey)
-		if err != nil {
+		if decided, err := c.decideRepeat(ctx, w.Dependency, w.IdempotencyKey, &d); decided || err != nil {
 			return d, err
-		}
-		if len(un) > 0 {
-			d.Reason = ReasonUnresolved
-			return d, nil
-		}
-		// The same operation asked again while it waits (a model repeating a queued
-		// call, which is never the probe): it is the item already queued, not a second
-		// one that would replay the operation twice.
-		waiting, err := c.cfg.Journal.Queued(ctx, w.Dependency, 0, journal.QueueWaiting)
-		if err != nil {
-			return d, err
-		}
-		for _, it := range waiting {
-			if it.IdempotencyKey == w.IdempotencyKey {
-				d.Verdict, d.Reason, d.ItemID, d.QueuedUntil = Queue, ReasonQueued, it.ID, it.ExpiresAt
-				return d, nil
-			}
 		}
 	}
+	err := c.enqueue(ctx, &w, &d, now)
+	return d, err
+}
+
+// enqueue queues w in the journal until d.QueuedUntil and completes d: queued, or
+// rejected when the queue is full. It reports the queued item to the listeners.
+func (c *Controller) enqueue(ctx context.Context, w *Work, d *Decision, now time.Time) error {
 	it, err := c.cfg.Journal.Enqueue(ctx, journal.QueueItem{
 		Dependency: w.Dependency, Tool: w.Tool, RequestID: w.RequestID, IdempotencyKey: w.IdempotencyKey,
 		Priority: int(w.Priority), CreatedAt: now, ExpiresAt: d.QueuedUntil, ReplayPolicy: string(w.ReplayPolicy),
@@ -251,14 +230,61 @@ func (c *Controller) Admit(ctx context.Context, w Work) (Decision, error) {
 	}, c.cfg.MaxQueued)
 	if errors.Is(err, journal.ErrQueueFull) {
 		d.Reason, d.MaxQueued = ReasonQueueFull, c.cfg.MaxQueued
-		return d, nil
+		return nil
 	}
 	if err != nil {
-		return d, err
+		return err
 	}
 	d.Verdict, d.Reason, d.ItemID, d.QueuedUntil = Queue, ReasonQueued, it.ID, it.ExpiresAt
 	c.emit(Event{Kind: EventQueued, Item: it, Reason: d.Message(nil), At: now})
-	return d, nil
+	return nil
+}
+
+// checkWork returns a *ConfigError for the first invalid field of w, or for work that
+// would need a Config.Replay the controller lacks. It sets w.ReplayPolicy's default.
+func (c *Controller) checkWork(w *Work) error {
+	if w.MaxWait < 0 {
+		return &ConfigError{Package: "admission", Field: "Work.MaxWait", Value: w.MaxWait, Problem: "must not be negative"}
+	}
+	if w.ReplayPolicy == "" {
+		w.ReplayPolicy = ReplayAuto
+	}
+	if w.ReplayPolicy != ReplayAuto && w.ReplayPolicy != ReplayHandOver {
+		return &ConfigError{Package: "admission", Field: "Work.ReplayPolicy", Value: fmt.Sprintf("%q", w.ReplayPolicy), Problem: `must be "auto" or "hand_over"`}
+	}
+	if w.ReplayPolicy == ReplayAuto && c.cfg.Replay == nil && w.MaxWait > 0 {
+		return &ConfigError{Package: "admission", Field: "Config.Replay", Value: "nil", Problem: "is required to queue work with ReplayAuto"}
+	}
+	return nil
+}
+
+// decideRepeat decides about work with idempotency key key that Admit would queue for
+// dependency, when the journal already knows the key: an unsettled intent rejects it,
+// and an item already waiting is the decision. It reports whether it decided, in d.
+func (c *Controller) decideRepeat(ctx context.Context, dependency, key string, d *Decision) (bool, error) {
+	// Never queue a repeat of an operation that may already have been applied.
+	un, err := c.cfg.Journal.UnresolvedKey(ctx, key)
+	if err != nil {
+		return true, err
+	}
+	if len(un) > 0 {
+		d.Reason = ReasonUnresolved
+		return true, nil
+	}
+	// The same operation asked again while it waits (a model repeating a queued
+	// call, which is never the probe): it is the item already queued, not a second
+	// one that would replay the operation twice.
+	waiting, err := c.cfg.Journal.Queued(ctx, dependency, 0, journal.QueueWaiting)
+	if err != nil {
+		return true, err
+	}
+	for _, it := range waiting {
+		if it.IdempotencyKey == key {
+			d.Verdict, d.Reason, d.ItemID, d.QueuedUntil = Queue, ReasonQueued, it.ID, it.ExpiresAt
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // available reports whether a call may go to a dependency whose breaker is in state s

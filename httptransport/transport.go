@@ -110,38 +110,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		res.Dependency = b.Name()
 	}
 
-	var permit breaker.Permit
-	if b != nil {
-		p, err := b.Allow()
-		if err != nil {
-			state := b.State()
-			if oe, ok := errors.AsType[*breaker.OpenError](err); ok {
-				state = oe.State
-			}
-			res.BreakerState = state.String()
-			retry.ReportBreakerState(req.Context(), state)
-			return nil, t.fail(req, &res, start, err, nil, false)
-		}
-		permit = p
-		res.BreakerState = b.State().String()
-		retry.ReportBreakerState(req.Context(), b.State())
-	}
-	release := func() {}
-	if bh := cfg.Bulkheads[res.Dependency]; bh != nil && res.Dependency != "" {
-		rel, err := bh.TryAcquire()
-		if err != nil {
-			// A saturated bulkhead is evidence that the dependency is slow: the calls
-			// already holding its slots are not coming back. It counts against the
-			// breaker, as in the callbacks package, although this request never left.
-			permit.Failure()
-			if _, ok := errors.AsType[classify.LocalRejection](err); !ok {
-				err = &bulkheadFull{dependency: res.Dependency, err: err}
-			}
-			return nil, t.fail(req, &res, start, err, nil, true)
-		}
-		if rel != nil {
-			release = rel
-		}
+	permit, release, err := t.admit(req, b, &res, start)
+	if err != nil {
+		return nil, err
 	}
 
 	tr := &trace{}
@@ -167,11 +138,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	out := req.Clone(ctx)
-	if h := cfg.IdempotencyHeader; h != "-" {
-		if key := retry.IdempotencyKeyFrom(req.Context()); key != "" && out.Header.Get(h) == "" {
-			out.Header.Set(h, key)
-		}
-	}
+	t.stampIdempotencyKey(req, out)
 
 	resp, err := cfg.Base.RoundTrip(out)
 	res.Connected, res.Wrote = tr.connected.Load(), tr.wrote.Load()
@@ -182,6 +149,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		finish()
 		return nil, t.fail(req, &res, start, err, &permit, false)
 	}
+	t.succeed(req, resp, &res, start, &permit, rec, finish)
+	return resp, nil
+}
+
+// stampIdempotencyKey sets the operation's idempotency key (retry.IdempotencyKeyFrom
+// req's context) on out, the request to send, unless the header is disabled ("-") or
+// out already carries it.
+func (t *Transport) stampIdempotencyKey(req, out *http.Request) {
+	if h := t.cfg.IdempotencyHeader; h != "-" {
+		if key := retry.IdempotencyKeyFrom(req.Context()); key != "" && out.Header.Get(h) == "" {
+			out.Header.Set(h, key)
+		}
+	}
+}
+
+// succeed classifies a round trip that produced a response, reports it to the breaker
+// and the hooks, and hands finish (which frees the bulkhead slot and the timer) to the
+// response's body, or calls it when there is none.
+func (t *Transport) succeed(req *http.Request, resp *http.Response, res *Result, start time.Time, permit *breaker.Permit, rec *record, finish func()) {
+	cfg := &t.cfg
 	c := cfg.Classifier.Classify(classify.Input{
 		Context: req.Context(), StatusCode: resp.StatusCode, Header: resp.Header, Now: cfg.Clock.Now(),
 	})
@@ -194,8 +181,48 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	res.Classification = c
 	res.Elapsed = cfg.Clock.Now().Sub(start)
-	t.notify(res)
-	return resp, nil
+	t.notify(*res)
+}
+
+// admit asks the host's breaker (b, nil when none guards the host) and then the
+// dependency's bulkhead for the request. It returns the breaker's permit (the zero
+// Permit without a breaker) and the function that frees the bulkhead slot; a refusal
+// comes back as the round trip's error, already classified and reported.
+func (t *Transport) admit(req *http.Request, b *breaker.Breaker, res *Result, start time.Time) (breaker.Permit, func(), error) {
+	var permit breaker.Permit
+	if b != nil {
+		p, err := b.Allow()
+		if err != nil {
+			state := b.State()
+			if oe, ok := errors.AsType[*breaker.OpenError](err); ok {
+				state = oe.State
+			}
+			res.BreakerState = state.String()
+			retry.ReportBreakerState(req.Context(), state)
+			return permit, nil, t.fail(req, res, start, err, nil, false)
+		}
+		permit = p
+		res.BreakerState = b.State().String()
+		retry.ReportBreakerState(req.Context(), b.State())
+	}
+	release := func() {}
+	if bh := t.cfg.Bulkheads[res.Dependency]; bh != nil && res.Dependency != "" {
+		rel, err := bh.TryAcquire()
+		if err != nil {
+			// A saturated bulkhead is evidence that the dependency is slow: the calls
+			// already holding its slots are not coming back. It counts against the
+			// breaker, as in the callbacks package, although this request never left.
+			permit.Failure()
+			if _, ok := errors.AsType[classify.LocalRejection](err); !ok {
+				err = &bulkheadFull{dependency: res.Dependency, err: err}
+			}
+			return permit, nil, t.fail(req, res, start, err, nil, true)
+		}
+		if rel != nil {
+			release = rel
+		}
+	}
+	return permit, release, nil
 }
 
 // fail classifies a round trip that produced no response, reports it to the breaker

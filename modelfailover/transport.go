@@ -312,28 +312,11 @@ type transport struct {
 	f    *Failover
 }
 
+// RoundTrip sends req, as a failover attempt's when it belongs to one (see
+// recorderFor): then the attempt is refused if already sent, bounded in time,
+// and its outcome recorded.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec, _ := req.Context().Value(recorderKey{}).(*recorder)
-	if rec == nil && t.f != nil {
-		if key, ok := adkCallKey(req.Context()); ok {
-			if pc := t.f.pending.peek(key); pc != nil {
-				rec = pc.rec
-				rec.tagged.Store(true)
-			}
-		}
-	}
-	if id := req.Header.Get(attemptHeader); id != "" {
-		if v, ok := tagged.Load(id); ok {
-			tr := v.(*recorder)
-			tr.tagged.Store(true)
-			if rec == nil {
-				rec = tr
-			}
-		}
-		// A RoundTripper must not change the caller's request: send a copy.
-		req = req.Clone(req.Context())
-		req.Header.Del(attemptHeader)
-	}
+	rec, req := t.recorderFor(req)
 	if rec != nil && !rec.beginSend() {
 		// An SDK re-sends a request whose attempt already failed: the failover,
 		// not the SDK, decides whether and where to try again.
@@ -374,17 +357,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rec.endSend(status, err)
 	}
 	if rec != nil && resp != nil {
-		rec.record(resp)
-		ct := resp.Header.Get("Content-Type")
-		switch {
-		case resp.StatusCode >= 400:
-			// Tell a Stainless SDK (openai-go) not to retry: it would sleep first.
-			resp.Header.Set(headerShouldRetry, "false")
-		case resp.StatusCode == http.StatusOK && resp.Body != nil && strings.HasPrefix(ct, "application/json"):
-			resp.Body = &sniffer{ReadCloser: resp.Body, rec: rec}
-		case resp.StatusCode == http.StatusOK && resp.Body != nil && strings.HasPrefix(ct, "text/event-stream"):
-			resp.Body = &sseSniffer{ReadCloser: resp.Body, rec: rec}
-		}
+		observe(rec, resp)
 	}
 	if rec != nil && err != nil && req.Header.Get(headerStainless) != "" {
 		// openai-go retries a transport error after a sleep no clock controls;
@@ -392,6 +365,51 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return localAnswer(req, localSendFailed), nil
 	}
 	return resp, err
+}
+
+// recorderFor finds the failover attempt req belongs to, nil for none: the recorder
+// req's context carries, else (for a Failover's own transport) the pending call adk's
+// context names, else the attempt the attempt header tags. It marks the attempt as
+// tagged. A request with the header comes back as a copy without it.
+func (t *transport) recorderFor(req *http.Request) (*recorder, *http.Request) {
+	rec, _ := req.Context().Value(recorderKey{}).(*recorder)
+	if rec == nil && t.f != nil {
+		if key, ok := adkCallKey(req.Context()); ok {
+			if pc := t.f.pending.peek(key); pc != nil {
+				rec = pc.rec
+				rec.tagged.Store(true)
+			}
+		}
+	}
+	if id := req.Header.Get(attemptHeader); id != "" {
+		if v, ok := tagged.Load(id); ok {
+			tr := v.(*recorder)
+			tr.tagged.Store(true)
+			if rec == nil {
+				rec = tr
+			}
+		}
+		// A RoundTripper must not change the caller's request: send a copy.
+		req = req.Clone(req.Context())
+		req.Header.Del(attemptHeader)
+	}
+	return rec, req
+}
+
+// observe records a response to an attempt's request: it tells an SDK not to retry
+// an error status, and wraps a successful JSON or SSE body to read its answer.
+func observe(rec *recorder, resp *http.Response) {
+	rec.record(resp)
+	ct := resp.Header.Get("Content-Type")
+	switch {
+	case resp.StatusCode >= 400:
+		// Tell a Stainless SDK (openai-go) not to retry: it would sleep first.
+		resp.Header.Set(headerShouldRetry, "false")
+	case resp.StatusCode == http.StatusOK && resp.Body != nil && strings.HasPrefix(ct, "application/json"):
+		resp.Body = &sniffer{ReadCloser: resp.Body, rec: rec}
+	case resp.StatusCode == http.StatusOK && resp.Body != nil && strings.HasPrefix(ct, "text/event-stream"):
+		resp.Body = &sseSniffer{ReadCloser: resp.Body, rec: rec}
+	}
 }
 
 // boundedBody enforces the callbacks' time bounds on a response body: until the

@@ -101,6 +101,38 @@ func (run *Run) admit(ctx context.Context, admitting string, budgeted bool) (*At
 	if err := ctx.Err(); err != nil {
 		return nil, run.refusal(ReasonCanceled, err)
 	}
+	n, now, err := run.reserve(ctx, admitting, budgeted)
+	if err != nil {
+		return nil, err
+	}
+	if n == 1 {
+		run.budget.RequestAt(now) // the first attempt: one operation started
+	}
+	a := &Attempt{run: run, info: run.info(n, now)}
+	if err := run.allowBreaker(ctx, a, now); err != nil {
+		return nil, err
+	}
+	if err := run.recordIntent(ctx, a, now); err != nil {
+		return nil, err
+	}
+	run.mu.Lock()
+	run.attempts = n
+	run.refusedNext = false
+	run.mu.Unlock()
+
+	actx := WithIdempotencyKey(ctx, run.op.IdempotencyKey)
+	actx = context.WithValue(actx, attemptKey{}, a)
+	// The operation's deadline is kept on the Retrier's clock; the attempt's context
+	// gets the same remaining time on the system clock.
+	a.ctx, a.cancel = context.WithTimeout(actx, run.deadline.Sub(now))
+	return a, nil
+}
+
+// reserve takes the in-flight slot for the next attempt when the run admits one now,
+// and returns the attempt's number and the time it was admitted at. Otherwise it
+// returns why not, ending the run and recording the refused attempt where that applies.
+// budgeted is admit's.
+func (run *Run) reserve(ctx context.Context, admitting string, budgeted bool) (int, time.Time, error) {
 	r := run.r
 	run.mu.Lock()
 	if run.stopped == ReasonUnknownOutcome && run.op.Reconcile != nil && !run.inFlight {
@@ -119,11 +151,11 @@ func (run *Run) admit(ctx context.Context, admitting string, budgeted bool) (*At
 			run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: last.Class,
 				BreakerState: admitting, Stop: why, At: r.clk.Now()})
 		}
-		return nil, err
+		return 0, time.Time{}, err
 	}
 	if run.inFlight {
 		run.mu.Unlock()
-		return nil, run.refusal(ReasonInFlight, nil)
+		return 0, time.Time{}, run.refusal(ReasonInFlight, nil)
 	}
 	now := r.clk.Now()
 	if run.attempts > 0 && !run.retryGranted {
@@ -131,87 +163,88 @@ func (run *Run) admit(ctx context.Context, admitting string, budgeted bool) (*At
 		run.stopLocked(ReasonNotRetryable, nil)
 		err := run.stopErrorLocked()
 		run.mu.Unlock()
-		return nil, err
+		return 0, time.Time{}, err
 	}
 	if !now.Before(run.deadline) {
-		run.stopLocked(ReasonDeadlineExhausted, nil)
-		err := run.stopErrorLocked()
-		n := run.attempts + 1
-		run.refusedNext = true
-		run.mu.Unlock()
-		run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: classify.ClassDeadline,
-			BreakerState: admitting, Stop: ReasonDeadlineExhausted, At: now})
-		return nil, err
+		return 0, time.Time{}, run.stopBeforeSendLocked(ctx, ReasonDeadlineExhausted, classify.ClassDeadline, admitting, now)
 	}
-	first := run.attempts == 0
-	if !first && run.chargeOnAdmit && budgeted && !run.budget.TryRetryAt(now) {
+	if run.attempts > 0 && run.chargeOnAdmit && budgeted && !run.budget.TryRetryAt(now) {
 		// The caller (the model, for a tracked operation) really asked again: this is
 		// the moment a retry happens, so this is where the budget is charged and where
 		// it refuses.
-		run.stopLocked(ReasonBudgetExhausted, nil)
-		err := run.stopErrorLocked()
-		n, last := run.attempts+1, run.last
-		run.refusedNext = true
-		run.mu.Unlock()
-		run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: last.Class,
-			BreakerState: admitting, Stop: ReasonBudgetExhausted, At: now})
-		return nil, err
+		return 0, time.Time{}, run.stopBeforeSendLocked(ctx, ReasonBudgetExhausted, run.last.Class, admitting, now)
 	}
 	run.inFlight = true
 	run.retryGranted = false
 	n := run.attempts + 1
 	run.mu.Unlock()
+	return n, now, nil
+}
 
-	if first {
-		run.budget.RequestAt(now)
+// stopBeforeSendLocked ends the run with why before the next attempt was sent, and
+// records that attempt as refused, with class as its error class. The caller holds
+// run.mu; stopBeforeSendLocked unlocks it before recording.
+func (run *Run) stopBeforeSendLocked(ctx context.Context, why Reason, class classify.Class, admitting string, now time.Time) error {
+	run.stopLocked(why, nil)
+	err := run.stopErrorLocked()
+	n := run.attempts + 1
+	run.refusedNext = true
+	run.mu.Unlock()
+	run.emit(ctx, Event{Attempt: n, Outcome: classify.FailedBeforeSend, ErrorClass: class,
+		BreakerState: admitting, Stop: why, At: now})
+	return err
+}
+
+// allowBreaker asks the operation's breaker, if it has one, for attempt a, and keeps
+// the permit in a. A mutation asks without becoming the probe. A refusal ends the run.
+func (run *Run) allowBreaker(ctx context.Context, a *Attempt, now time.Time) error {
+	b := run.op.Breaker
+	if b == nil {
+		return nil
 	}
-	a := &Attempt{run: run, info: run.info(n, now)}
-	if b := run.op.Breaker; b != nil {
-		var p breaker.Permit
-		var err error
-		if run.op.Mutating {
-			p, err = b.AllowNoProbe() // a mutation is never the probe
-		} else {
-			p, err = b.Allow()
-		}
-		if err != nil {
-			c := classify.ForClass(classify.ClassBreakerOpen)
-			state := b.State().String()
-			if oe, ok := errors.AsType[*breaker.OpenError](err); ok {
-				c.RetryAfter = oe.RetryAfter()
-				state = oe.State.String()
-			}
-			return nil, run.refuse(ctx, a, c, ReasonBreakerOpen, state, err, now)
-		}
-		a.permit, a.hasPermit = p, true
-		a.admitState = b.State().String()
+	var p breaker.Permit
+	var err error
+	if run.op.Mutating {
+		p, err = b.AllowNoProbe() // a mutation is never the probe
+	} else {
+		p, err = b.Allow()
 	}
-	if j := r.cfg.Journal; j != nil && !run.op.Idempotent {
+	if err != nil {
+		c := classify.ForClass(classify.ClassBreakerOpen)
+		state := b.State().String()
+		if oe, ok := errors.AsType[*breaker.OpenError](err); ok {
+			c.RetryAfter = oe.RetryAfter()
+			state = oe.State.String()
+		}
+		return run.refuse(ctx, a, c, ReasonBreakerOpen, state, err, now)
+	}
+	a.permit, a.hasPermit = p, true
+	a.admitState = b.State().String()
+	return nil
+}
+
+// recordIntent records attempt a's dispatch intent in the Retrier's journal, if it has
+// one, and keeps the intent's id in a. The caller leaving first undoes the admission
+// and leaves the run open; any other journal error ends the run.
+func (run *Run) recordIntent(ctx context.Context, a *Attempt, now time.Time) error {
+	j := run.r.cfg.Journal
+	if j == nil || run.op.Idempotent {
 		// Only an operation a repeat could harm needs its intent durable: a read-only
 		// or idempotent call is safe to send again whatever became of the last one.
-		id, err := j.Intend(ctx, a.info)
-		if err != nil {
-			a.permit.Ignore()
-			if ctx.Err() != nil {
-				run.abandonAdmitted()
-				return nil, run.refusal(ReasonCanceled, ctx.Err())
-			}
-			c := classify.Classification{Outcome: classify.FailedBeforeSend, Class: classify.ClassUnclassified, Verdict: classify.Neutral}
-			return nil, run.refuse(ctx, a, c, ReasonJournalError, a.admitState, fmt.Errorf("retry: dispatch intent not recorded: %w", err), now)
-		}
-		a.info.IntentID = id
+		return nil
 	}
-	run.mu.Lock()
-	run.attempts = n
-	run.refusedNext = false
-	run.mu.Unlock()
-
-	actx := WithIdempotencyKey(ctx, run.op.IdempotencyKey)
-	actx = context.WithValue(actx, attemptKey{}, a)
-	// The operation's deadline is kept on the Retrier's clock; the attempt's context
-	// gets the same remaining time on the system clock.
-	a.ctx, a.cancel = context.WithTimeout(actx, run.deadline.Sub(now))
-	return a, nil
+	id, err := j.Intend(ctx, a.info)
+	if err != nil {
+		a.permit.Ignore()
+		if ctx.Err() != nil {
+			run.abandonAdmitted()
+			return run.refusal(ReasonCanceled, ctx.Err())
+		}
+		c := classify.Classification{Outcome: classify.FailedBeforeSend, Class: classify.ClassUnclassified, Verdict: classify.Neutral}
+		return run.refuse(ctx, a, c, ReasonJournalError, a.admitState, fmt.Errorf("retry: dispatch intent not recorded: %w", err), now)
+	}
+	a.info.IntentID = id
+	return nil
 }
 
 // abandonAdmitted undoes an admission whose attempt was never sent because the

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/dependencymap/depfile"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
@@ -154,88 +155,105 @@ func (tf *timeoutsFile) layers(tool string) (tooltimeout.Layers, bool) {
 // lintDeps reports a dependency file's problems, then, for the dependencies without
 // any, the warnings and the probe leases against the tools' timeouts.
 func lintDeps(d *depfile.Document, tf *timeoutsFile) []finding {
-	var out []finding
+	l := &depLint{d: d}
 	for _, p := range d.Problems {
-		out = append(out, finding{file: d.Name, Problem: p})
-	}
-	warn := func(path string, value any, format string, args ...any) {
-		line, col := d.Position(path)
-		out = append(out, finding{file: d.Name, warn: true,
-			Problem: depfile.Problem{Path: path, Line: line, Column: col, Value: value, Message: fmt.Sprintf(format, args...)}})
-	}
-	bad := func(path string, value any, format string, args ...any) {
-		line, col := d.Position(path)
-		out = append(out, finding{file: d.Name,
-			Problem: depfile.Problem{Path: path, Line: line, Column: col, Value: value, Message: fmt.Sprintf(format, args...)}})
+		l.out = append(l.out, finding{file: d.Name, Problem: p})
 	}
 	// The dependencies with no problem of their own, checked further on their own
 	// (with the file's default, unless the default is what is wrong).
-	hasProblem := func(prefix string) bool {
-		return slices.ContainsFunc(d.Problems, func(p depfile.Problem) bool {
-			return p.Path == prefix || strings.HasPrefix(p.Path, prefix+".") || strings.HasPrefix(p.Path, prefix+"[")
-		})
-	}
-	if hasProblem("default") || slices.ContainsFunc(d.Problems, func(p depfile.Problem) bool { return p.Path == "" }) {
-		return out
+	if l.hasProblem("default") || slices.ContainsFunc(d.Problems, func(p depfile.Problem) bool { return p.Path == "" }) {
+		return l.out
 	}
 	warned := map[string]bool{}
 	if n := d.File.Default.MinimumCalls; n > 0 && n < 5 {
 		warned["default.minimum_calls"] = true
-		warn("default.minimum_calls", n, "a volume gate below 5 trips on a handful of samples; widen the window instead")
+		l.add(true, "default.minimum_calls", n, "a volume gate below 5 trips on a handful of samples; widen the window instead")
 	}
 	good := depfile.File{Default: d.File.Default, Dependencies: map[string]depfile.Dependency{}}
 	for k, dep := range d.File.Dependencies {
-		if !hasProblem("dependencies." + k) {
+		if !l.hasProblem("dependencies." + k) {
 			good.Dependencies[k] = dep
 		}
 	}
 	cfg, err := good.Config()
 	if err != nil {
-		return out // a problem across dependencies (a tool listed twice): reported above
+		return l.out // a problem across dependencies (a tool listed twice): reported above
 	}
 	m, err := dependencymap.New(cfg)
 	if err != nil {
-		return out
+		return l.out
 	}
 	for _, k := range slices.Sorted(maps.Keys(good.Dependencies)) {
 		b, _ := m.Get(k)
 		p := b.Policy()
 		if src := d.PolicySource(k, "minimum_calls"); src != "" && p.MinimumCalls < 5 && !warned[src] {
 			warned[src] = true
-			warn(src, p.MinimumCalls, "a volume gate below 5 trips on a handful of samples; widen the window instead")
+			l.add(true, src, p.MinimumCalls, "a volume gate below 5 trips on a handful of samples; widen the window instead")
 		}
 		dep := good.Dependencies[k]
 		if len(dep.Tools) == 0 && len(dep.Hosts) == 0 {
-			warn("dependencies."+k, nil, "lists no tools and no hosts: nothing reaches this breaker")
+			l.add(true, "dependencies."+k, nil, "lists no tools and no hosts: nothing reaches this breaker")
 		}
-		if tf == nil {
-			continue
-		}
-		for _, tool := range dep.Tools {
-			l, ok := tf.layers(tool)
-			if _, listed := tf.tools[tool]; !listed || !ok {
-				continue
-			}
-			if need := l.Need(); p.ProbeLease < need {
-				why := fmt.Sprintf("shorter than %s's longest call (%v = timeout %v × %d attempts + backoff %v, %s): a second probe would go while the first still runs",
-					tool, need, l.ToolTimeout, max(l.Attempts, 1), l.Backoff, tf.where("tools."+tool))
-				if src := d.PolicySource(k, "probe_lease"); src != "" {
-					bad(src, p.ProbeLease, "%s", why)
-				} else {
-					bad("dependencies."+k, nil, "probe_lease is not set, and its default %v is %s", p.ProbeLease, why)
-				}
-			}
+		if tf != nil {
+			l.probeLeases(k, dep, p, tf)
 		}
 	}
 	if tf != nil {
-		for _, tool := range tf.order {
-			if _, guarded := m.DependencyOf(tool); guarded && !slices.ContainsFunc(slices.Collect(maps.Values(d.File.Dependencies)),
-				func(dep depfile.Dependency) bool { return slices.Contains(dep.Tools, tool) }) {
-				line, col := tf.position("tools." + tool)
-				out = append(out, finding{file: tf.path, warn: true, Problem: depfile.Problem{Path: "tools." + tool, Line: line, Column: col,
-					Message: "not listed under any dependency of " + d.Name + ": it gets a breaker of its own"}})
+		l.unlistedTools(m, tf)
+	}
+	return l.out
+}
+
+// depLint collects the findings about one dependency file, d.
+type depLint struct {
+	d   *depfile.Document
+	out []finding
+}
+
+// add adds a finding at path, a warning if warn, with value and the message.
+func (l *depLint) add(warn bool, path string, value any, format string, args ...any) {
+	line, col := l.d.Position(path)
+	l.out = append(l.out, finding{file: l.d.Name, warn: warn,
+		Problem: depfile.Problem{Path: path, Line: line, Column: col, Value: value, Message: fmt.Sprintf(format, args...)}})
+}
+
+// hasProblem reports whether the file has a problem at prefix or below it.
+func (l *depLint) hasProblem(prefix string) bool {
+	return slices.ContainsFunc(l.d.Problems, func(p depfile.Problem) bool {
+		return p.Path == prefix || strings.HasPrefix(p.Path, prefix+".") || strings.HasPrefix(p.Path, prefix+"[")
+	})
+}
+
+// probeLeases reports dependency k's probe lease, p's, when it is shorter than the
+// longest call of one of dep's tools that the timeouts file tf lists.
+func (l *depLint) probeLeases(k string, dep depfile.Dependency, p breaker.Policy, tf *timeoutsFile) {
+	for _, tool := range dep.Tools {
+		layers, ok := tf.layers(tool)
+		if _, listed := tf.tools[tool]; !listed || !ok {
+			continue
+		}
+		if need := layers.Need(); p.ProbeLease < need {
+			why := fmt.Sprintf("shorter than %s's longest call (%v = timeout %v × %d attempts + backoff %v, %s): a second probe would go while the first still runs",
+				tool, need, layers.ToolTimeout, max(layers.Attempts, 1), layers.Backoff, tf.where("tools."+tool))
+			if src := l.d.PolicySource(k, "probe_lease"); src != "" {
+				l.add(false, src, p.ProbeLease, "%s", why)
+			} else {
+				l.add(false, "dependencies."+k, nil, "probe_lease is not set, and its default %v is %s", p.ProbeLease, why)
 			}
 		}
 	}
-	return out
+}
+
+// unlistedTools warns about each tool of the timeouts file tf that map m guards but
+// no dependency of the file lists: it gets a breaker of its own.
+func (l *depLint) unlistedTools(m *dependencymap.Map, tf *timeoutsFile) {
+	d := l.d
+	for _, tool := range tf.order {
+		if _, guarded := m.DependencyOf(tool); guarded && !slices.ContainsFunc(slices.Collect(maps.Values(d.File.Dependencies)),
+			func(dep depfile.Dependency) bool { return slices.Contains(dep.Tools, tool) }) {
+			line, col := tf.position("tools." + tool)
+			l.out = append(l.out, finding{file: tf.path, warn: true, Problem: depfile.Problem{Path: "tools." + tool, Line: line, Column: col,
+				Message: "not listed under any dependency of " + d.Name + ": it gets a breaker of its own"}})
+		}
+	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/agentbreaker/agentbreaker/internal/sim"
 )
 
+// replay runs the replay command: recorded calls through a breaker with the policy
+// given, per dependency, as text or JSON on stdout.
 func replay(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -27,6 +29,53 @@ func replay(args []string, stdout, stderr io.Writer) error {
 	sweep := fs.Bool("sweep", false, "also try a grid of thresholds and recommend one")
 	jsonOut := fs.Bool("json", false, "print JSON instead of text")
 	var fp depfile.Policy
+	addPolicyFlags(fs, &fp)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: agentbreaker replay [flags] RECORDS\n\nRuns recorded calls (agentbreaker's slog JSON records, or a CSV of\ntimestamp,dependency,outcome,latency_ms; \"-\" reads standard input) through a\nbreaker with your policy: when it would have tripped, how many calls it would\nhave sent during each outage, how often it would have tripped on a healthy\ndependency. Outages are found in the records: 10 s bins with at least 3 calls,\nhalf or more of them failing.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("want one records file (\"-\" for standard input), got %d arguments", fs.NArg())
+	}
+	name := fs.Arg(0)
+	rs, err := readRecordsFile(name)
+	if err != nil {
+		return err
+	}
+	deps, err := replayedDependencies(name, rs, *dep)
+	if err != nil {
+		return err
+	}
+	m, toolDefault, err := replayMap(*depsFile, deps, stderr)
+	if err != nil {
+		return err
+	}
+	reports, err := replayEach(rs, deps, m, toolDefault, fp, *sweep)
+	if err != nil {
+		return err
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(reports)
+	}
+	for i, rep := range reports {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		writeReplay(stdout, rep.Replay)
+		if rep.Sweep != nil {
+			writeSweep(stdout, rep.Sweep)
+		}
+	}
+	return nil
+}
+
+// addPolicyFlags defines replay's policy flags on fs, each setting its field of fp.
+func addPolicyFlags(fs *flag.FlagSet, fp *depfile.Policy) {
 	fs.Func("failure-rate-threshold", "policy: failure rate that trips, in (0, 1]", func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -45,22 +94,16 @@ func replay(args []string, stdout, stderr io.Writer) error {
 	})
 	fs.Func("window", "policy: rolling window, e.g. 30s", func(v string) error { fp.Window = v; return nil })
 	fs.Func("cooldown", "policy: open period, e.g. 30s", func(v string) error { fp.Cooldown = v; return nil })
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: agentbreaker replay [flags] RECORDS\n\nRuns recorded calls (agentbreaker's slog JSON records, or a CSV of\ntimestamp,dependency,outcome,latency_ms; \"-\" reads standard input) through a\nbreaker with your policy: when it would have tripped, how many calls it would\nhave sent during each outage, how often it would have tripped on a healthy\ndependency. Outages are found in the records: 10 s bins with at least 3 calls,\nhalf or more of them failing.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usageErrorf("want one records file (\"-\" for standard input), got %d arguments", fs.NArg())
-	}
-	name := fs.Arg(0)
+}
+
+// readRecordsFile reads the call records in the file name ("-" for standard input);
+// an error names the file, and the line and column of a bad record.
+func readRecordsFile(name string) ([]sim.Record, error) {
 	in := io.Reader(os.Stdin)
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer f.Close()
 		in = f
@@ -68,86 +111,94 @@ func replay(args []string, stdout, stderr io.Writer) error {
 	rs, err := sim.ReadRecords(in)
 	if re, ok := errors.AsType[*sim.RecordError](err); ok {
 		if re.Column > 0 {
-			return fmt.Errorf("%s:%d:%d: %s", name, re.Line, re.Column, re.Problem)
+			return nil, fmt.Errorf("%s:%d:%d: %s", name, re.Line, re.Column, re.Problem)
 		}
-		return fmt.Errorf("%s:%d: %s", name, re.Line, re.Problem)
+		return nil, fmt.Errorf("%s:%d: %s", name, re.Line, re.Problem)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	return rs, nil
+}
+
+// replayedDependencies returns the dependencies to replay: dep when it is not "", or
+// every dependency in records rs, read from the file name.
+func replayedDependencies(name string, rs []sim.Record, dep string) ([]string, error) {
 	deps := sim.Dependencies(rs)
 	if len(deps) == 0 {
-		return fmt.Errorf("%s: no call records (want agentbreaker's slog JSON records of calls, or a CSV of timestamp,dependency,outcome,latency_ms)", name)
+		return nil, fmt.Errorf("%s: no call records (want agentbreaker's slog JSON records of calls, or a CSV of timestamp,dependency,outcome,latency_ms)", name)
 	}
-	if *dep != "" {
-		if !slices.Contains(deps, *dep) {
-			return fmt.Errorf("%s: no records of dependency %q; the records have %s", name, *dep, strings.Join(deps, ", "))
+	if dep != "" {
+		if !slices.Contains(deps, dep) {
+			return nil, fmt.Errorf("%s: no records of dependency %q; the records have %s", name, dep, strings.Join(deps, ", "))
 		}
-		deps = []string{*dep}
+		deps = []string{dep}
 	}
+	return deps, nil
+}
+
+// replayMap returns the dependency map of depsFile (nil for "") and the policy a tool
+// gets by default, the file's default over the plugin's. It warns on stderr about each
+// of deps that the file does not list.
+func replayMap(depsFile string, deps []string, stderr io.Writer) (*dependencymap.Map, breaker.Policy, error) {
 	var m *dependencymap.Map
 	// What a plugin user's tools get when nothing says otherwise (the cooldown doubles
 	// after each failed probe), not the bare breaker's defaults.
 	toolDefault := dependencymap.DefaultToolPolicy
-	if *depsFile != "" {
-		d, err := depfile.Read(*depsFile)
-		if err != nil {
-			return err
-		}
-		cfg, err := d.Config()
-		if err != nil {
-			return err // every problem, with its line: printError lists them
-		}
-		if m, err = dependencymap.New(cfg); err != nil {
-			return err
-		}
-		toolDefault = dependencymap.MergePolicy(toolDefault, cfg.Default)
-		for _, k := range deps {
-			if _, listed := d.File.Dependencies[k]; !listed {
-				fmt.Fprintf(stderr, "agentbreaker replay: warning: %s lists no dependency %q: its records are replayed with the file's default policy\n", *depsFile, k)
-			}
+	if depsFile == "" {
+		return m, toolDefault, nil
+	}
+	d, err := depfile.Read(depsFile)
+	if err != nil {
+		return nil, toolDefault, err
+	}
+	cfg, err := d.Config()
+	if err != nil {
+		return nil, toolDefault, err // every problem, with its line: printError lists them
+	}
+	if m, err = dependencymap.New(cfg); err != nil {
+		return nil, toolDefault, err
+	}
+	toolDefault = dependencymap.MergePolicy(toolDefault, cfg.Default)
+	for _, k := range deps {
+		if _, listed := d.File.Dependencies[k]; !listed {
+			fmt.Fprintf(stderr, "agentbreaker replay: warning: %s lists no dependency %q: its records are replayed with the file's default policy\n", depsFile, k)
 		}
 	}
-	type report struct {
-		Replay *sim.ReplayResult   `json:"replay"`
-		Sweep  []*sim.ReplayResult `json:"sweep,omitempty"`
-		Rule   string              `json:"recommendation_rule,omitempty"`
-	}
-	var reports []report
+	return m, toolDefault, nil
+}
+
+// replayReport is one dependency's replay, and with -sweep the grid and its rule.
+type replayReport struct {
+	Replay *sim.ReplayResult   `json:"replay"`
+	Sweep  []*sim.ReplayResult `json:"sweep,omitempty"`
+	Rule   string              `json:"recommendation_rule,omitempty"`
+}
+
+// replayEach replays records rs for each of deps under its policy (see replayPolicy)
+// and, with sweep, tries the default grid too.
+func replayEach(rs []sim.Record, deps []string, m *dependencymap.Map, toolDefault breaker.Policy, fp depfile.Policy, sweep bool) ([]replayReport, error) {
+	var reports []replayReport
 	for _, d := range deps {
 		p, err := replayPolicy(m, toolDefault, d, fp)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		outages := sim.DetectOutages(filterDep(rs, d))
 		res, err := sim.Replay(rs, d, p, outages)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		rep := report{Replay: res}
-		if *sweep {
+		rep := replayReport{Replay: res}
+		if sweep {
 			if rep.Sweep, err = sim.Sweep(rs, d, p, sim.DefaultSweepGrid); err != nil {
-				return err
+				return nil, err
 			}
 			rep.Rule = sim.RecommendationRule
 		}
 		reports = append(reports, rep)
 	}
-	if *jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(reports)
-	}
-	for i, rep := range reports {
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		writeReplay(stdout, rep.Replay)
-		if rep.Sweep != nil {
-			writeSweep(stdout, rep.Sweep)
-		}
-	}
-	return nil
+	return reports, nil
 }
 
 func filterDep(rs []sim.Record, dep string) []sim.Record {

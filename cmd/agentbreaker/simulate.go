@@ -194,31 +194,23 @@ var scenarioFlags = []scenarioFlag{
 
 func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
 
+// simulate runs the simulate command: an outage replayed in virtual time, its
+// timeline or summary on stdout and the files it is asked for.
 func simulate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "scenario YAML file; flags override its values")
 	depsFile := fs.String("deps", "", "dependency file (YAML or JSON) whose policy for -dependency is your policy")
-	out := fs.String("out", "", "directory to write summary.json, incident.png and incident.svg to")
-	jsonOut := fs.String("json", "", `file for the JSON summary ("-" for standard output)`)
-	pngOut := fs.String("png", "", "file for the PNG plot")
-	svgOut := fs.String("svg", "", "file for the SVG plot")
-	quiet := fs.Bool("quiet", false, "print the summary without the minute-by-minute timeline")
+	var o simOutputs
+	fs.StringVar(&o.dir, "out", "", "directory to write summary.json, incident.png and incident.svg to")
+	fs.StringVar(&o.json, "json", "", `file for the JSON summary ("-" for standard output)`)
+	fs.StringVar(&o.png, "png", "", "file for the PNG plot")
+	fs.StringVar(&o.svg, "svg", "", "file for the SVG plot")
+	fs.BoolVar(&o.quiet, "quiet", false, "print the summary without the minute-by-minute timeline")
 	partial := fs.String("partial", "", "comma-separated shares failing (e.g. 0.3,0.6,0.9): run partial outages instead and print their tables (see docs/partial-outages.md)")
 	shape := fs.String("shape", sim.ShapeCapacity, fmt.Sprintf("with -partial, what makes calls fail: %q (a capacity, 503 above it) or %q (the share fails at any load)", sim.ShapeCapacity, sim.ShapeLoadIndependent))
-	var pending []func(*sim.Scenario) error
-	for _, f := range scenarioFlags {
-		f := f
-		fs.Func(flagName(f.key), f.usage, func(v string) error {
-			// Check the value now, so the flag package names the flag and the value.
-			var probe sim.Scenario
-			if err := f.set(&probe, v); err != nil {
-				return err
-			}
-			pending = append(pending, func(s *sim.Scenario) error { return f.set(s, v) })
-			return nil
-		})
-	}
+	var sets scenarioSets
+	addScenarioFlags(fs, &sets)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: agentbreaker simulate [flags]\n\nReplays an outage in virtual time through agentbreaker's real breaker, callbacks,\nbulkhead and retry budget, next to the strategies it replaces. With no flags it is the\ndesign document's incident. Scenario YAML keys are the flag names with underscores.\n\n")
 		fs.PrintDefaults()
@@ -229,34 +221,9 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
 	}
-	var s sim.Scenario
-	if *config != "" {
-		var err error
-		if s, err = sim.LoadScenario(*config); err != nil {
-			return explain(err)
-		}
-	}
-	apply := func(s *sim.Scenario) error {
-		for _, set := range pending {
-			if err := set(s); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := apply(&s); err != nil {
+	s, err := buildScenario(*config, *depsFile, sets)
+	if err != nil {
 		return err
-	}
-	if *depsFile != "" {
-		// The dependency's policy, with the policy flags over it.
-		fp, err := policyFromDeps(*depsFile, s.WithDefaults().Dependency, s.RetryAfter > 0)
-		if err != nil {
-			return err
-		}
-		s.Policy = fp
-		if err := apply(&s); err != nil {
-			return err
-		}
 	}
 	if *partial != "" {
 		return simulatePartial(s, *partial, *shape, stdout)
@@ -276,31 +243,104 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return explain(err)
 	}
-	// Text goes to standard output unless a file does ("-json -"): that one stays parseable.
-	if *jsonOut != "-" && *pngOut != "-" && *svgOut != "-" {
+	return o.write(res, stdout)
+}
+
+// scenarioSets are the scenario flags given, in order, each as the function that sets
+// its value on a scenario.
+type scenarioSets []func(*sim.Scenario) error
+
+// apply sets the flags' values on s, in the order they were given.
+func (sets scenarioSets) apply(s *sim.Scenario) error {
+	for _, set := range sets {
+		if err := set(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addScenarioFlags defines scenarioFlags on fs. Each value given is checked as it is
+// parsed, so that the flag package names the flag and the value, and then appended to
+// sets.
+func addScenarioFlags(fs *flag.FlagSet, sets *scenarioSets) {
+	for _, f := range scenarioFlags {
+		f := f
+		fs.Func(flagName(f.key), f.usage, func(v string) error {
+			// Check the value now, so the flag package names the flag and the value.
+			var probe sim.Scenario
+			if err := f.set(&probe, v); err != nil {
+				return err
+			}
+			*sets = append(*sets, func(s *sim.Scenario) error { return f.set(s, v) })
+			return nil
+		})
+	}
+}
+
+// buildScenario returns the scenario to run: the YAML file config's ("" for none) with
+// the flags over it; with depsFile, that file's policy for the dependency replaces
+// the scenario's, with the policy flags over it again.
+func buildScenario(config, depsFile string, sets scenarioSets) (sim.Scenario, error) {
+	var s sim.Scenario
+	if config != "" {
+		var err error
+		if s, err = sim.LoadScenario(config); err != nil {
+			return s, explain(err)
+		}
+	}
+	if err := sets.apply(&s); err != nil {
+		return s, err
+	}
+	if depsFile != "" {
+		// The dependency's policy, with the policy flags over it.
+		fp, err := policyFromDeps(depsFile, s.WithDefaults().Dependency, s.RetryAfter > 0)
+		if err != nil {
+			return s, err
+		}
+		s.Policy = fp
+		if err := sets.apply(&s); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// simOutputs are simulate's output flags: files for the JSON summary and the plots
+// ("-" for standard output, "" for none), a directory that names the files left
+// unset, and whether the text is the summary alone.
+type simOutputs struct {
+	dir, json, png, svg string
+	quiet               bool
+}
+
+// write writes res: the text to stdout unless a file goes there (so that one stays
+// parseable), then the files, then a line naming each file written.
+func (o simOutputs) write(res *sim.Result, stdout io.Writer) error {
+	if o.json != "-" && o.png != "-" && o.svg != "-" {
 		write := res.WriteTimeline
-		if *quiet {
+		if o.quiet {
 			write = res.WriteSummary
 		}
 		if err := write(stdout); err != nil {
 			return err
 		}
 	}
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
+	if o.dir != "" {
+		if err := os.MkdirAll(o.dir, 0o755); err != nil {
 			return err
 		}
 		def := func(p *string, name string) {
 			if *p == "" {
-				*p = filepath.Join(*out, name)
+				*p = filepath.Join(o.dir, name)
 			}
 		}
-		def(jsonOut, "summary.json")
-		def(pngOut, "incident.png")
-		def(svgOut, "incident.svg")
+		def(&o.json, "summary.json")
+		def(&o.png, "incident.png")
+		def(&o.svg, "incident.svg")
 	}
-	if *jsonOut != "" {
-		if err := writeTo(*jsonOut, stdout, func(w io.Writer) error {
+	if o.json != "" {
+		if err := writeTo(o.json, stdout, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(res.Summaries())
@@ -308,18 +348,18 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	for _, o := range []struct {
+	for _, f := range []struct {
 		path string
 		f    simplot.Format
-	}{{*pngOut, simplot.PNG}, {*svgOut, simplot.SVG}} {
-		if o.path == "" {
+	}{{o.png, simplot.PNG}, {o.svg, simplot.SVG}} {
+		if f.path == "" {
 			continue
 		}
-		if err := writeTo(o.path, stdout, func(w io.Writer) error { return simplot.Write(w, res, o.f) }); err != nil {
+		if err := writeTo(f.path, stdout, func(w io.Writer) error { return simplot.Write(w, res, f.f) }); err != nil {
 			return err
 		}
 	}
-	for _, p := range []string{*jsonOut, *pngOut, *svgOut} {
+	for _, p := range []string{o.json, o.png, o.svg} {
 		if p != "" && p != "-" {
 			fmt.Fprintf(stdout, "wrote %s\n", p)
 		}

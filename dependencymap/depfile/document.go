@@ -305,8 +305,10 @@ func scalarValue(n *yaml.Node) any {
 	return literal(n.Value)
 }
 
+// walk checks node n against type t, the part of File at path, depth levels down, and
+// adds a Problem to the document for each thing that does not fit. It records each
+// key's node in d.keys.
 func (w walker) walk(n *yaml.Node, t reflect.Type, path string, depth int) {
-	d := w.d
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil || depth > maxDepth {
 			return
@@ -316,107 +318,134 @@ func (w walker) walk(n *yaml.Node, t reflect.Type, path string, depth int) {
 	if depth > maxDepth || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // absent: the field keeps its zero value, which inherits
 	}
-	where := func() string {
-		if path == "" {
-			return "the file"
-		}
-		return path
-	}
-	bad := func(format string, args ...any) {
-		d.add(Problem{Path: path, Line: n.Line, Column: n.Column, Value: scalarValue(n), Message: fmt.Sprintf(format, args...)})
-	}
 	switch {
 	case t.Kind() == reflect.Pointer: // an optional block (probe, throttle): its keys as the block's
 		w.walk(n, t.Elem(), path, depth)
 	case t == intOrOffType:
-		if n.Kind != yaml.ScalarNode {
-			bad("want a number or %q", Off)
-			return
-		}
-		var v int
-		switch {
-		case n.Value == Off:
-		case n.ShortTag() != "!!int" || n.Decode(&v) != nil:
-			bad("want a whole number of calls, or %q", Off)
-		case v < 0:
-			bad("want a positive number of calls, or %q", Off)
-		}
+		w.walkIntOrOff(n, path)
 	case t.Kind() == reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			if path == "" {
-				d.add(Problem{Line: n.Line, Column: n.Column, Message: "want " + w.kind(true) + " of settings at the top of the file"})
-			} else {
-				bad("want %s with the keys %s", w.kind(true), strings.Join(fieldKeys(t), ", "))
-			}
-			return
-		}
-		fields := fieldsOf(t)
-		first := map[string]int{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := join(path, k.Value)
-			if line, dup := first[k.Value]; dup {
-				d.add(Problem{Path: p, Line: k.Line, Column: k.Column, Message: fmt.Sprintf("set twice (first on line %d)", line)})
-				continue
-			}
-			first[k.Value] = k.Line
-			d.keys[p] = k
-			f, ok := fields[k.Value]
-			if !ok {
-				msg := "unknown key in " + where() + "; the keys are " + strings.Join(fieldKeys(t), ", ")
-				if s := suggest(k.Value, fieldKeys(t)); s != "" {
-					msg = fmt.Sprintf("unknown key in %s: did you mean %s?", where(), s)
-				}
-				d.add(Problem{Path: p, Line: k.Line, Column: k.Column, Message: msg})
-				continue
-			}
-			w.walk(v, f.Type, p, depth+1)
-		}
+		w.walkStruct(n, t, path, depth)
 	case t.Kind() == reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			bad("want %s of names to settings", w.kind(true))
-			return
-		}
-		first := map[string]int{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := path + "." + k.Value
-			if line, dup := first[k.Value]; dup {
-				d.add(Problem{Path: p, Line: k.Line, Column: k.Column, Message: fmt.Sprintf("listed twice (first on line %d)", line)})
-				continue
-			}
-			first[k.Value] = k.Line
-			d.keys[p] = k
-			if k.Value == "" {
-				d.add(Problem{Path: path, Line: k.Line, Column: k.Column, Message: "a dependency's name is empty"})
-				continue
-			}
-			w.walk(v, t.Elem(), p, depth+1)
-		}
+		w.walkMap(n, t, path, depth)
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			bad("want %s", w.kind(false))
+			w.bad(n, path, "want %s", w.kind(false))
 			return
 		}
 		for i, item := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
-			d.keys[p] = item
+			w.d.keys[p] = item
 			w.walk(item, t.Elem(), p, depth+1)
 		}
-	case t.Kind() == reflect.String:
-		if n.Kind != yaml.ScalarNode {
-			bad("want a single value, not %s", map[bool]string{true: w.kind(true), false: w.kind(false)}[n.Kind == yaml.MappingNode])
+	default:
+		w.walkScalar(n, t, path)
+	}
+}
+
+// bad adds a problem with node n, at path, to the document.
+func (w walker) bad(n *yaml.Node, path, format string, args ...any) {
+	w.d.add(Problem{Path: path, Line: n.Line, Column: n.Column, Value: scalarValue(n), Message: fmt.Sprintf(format, args...)})
+}
+
+// walkIntOrOff checks an IntOrOff: a whole number of calls, at least 0, or Off.
+func (w walker) walkIntOrOff(n *yaml.Node, path string) {
+	if n.Kind != yaml.ScalarNode {
+		w.bad(n, path, "want a number or %q", Off)
+		return
+	}
+	var v int
+	switch {
+	case n.Value == Off:
+	case n.ShortTag() != "!!int" || n.Decode(&v) != nil:
+		w.bad(n, path, "want a whole number of calls, or %q", Off)
+	case v < 0:
+		w.bad(n, path, "want a positive number of calls, or %q", Off)
+	}
+}
+
+// walkStruct checks a block of settings: a mapping whose keys are t's fields' (their
+// yaml tags), each at most once, and walks each value.
+func (w walker) walkStruct(n *yaml.Node, t reflect.Type, path string, depth int) {
+	d := w.d
+	if n.Kind != yaml.MappingNode {
+		if path == "" {
+			d.add(Problem{Line: n.Line, Column: n.Column, Message: "want " + w.kind(true) + " of settings at the top of the file"})
+		} else {
+			w.bad(n, path, "want %s with the keys %s", w.kind(true), strings.Join(fieldKeys(t), ", "))
 		}
-	case t.Kind() == reflect.Int:
+		return
+	}
+	where := path
+	if path == "" {
+		where = "the file"
+	}
+	fields := fieldsOf(t)
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		p := join(path, k.Value)
+		if line, dup := first[k.Value]; dup {
+			d.add(Problem{Path: p, Line: k.Line, Column: k.Column, Message: fmt.Sprintf("set twice (first on line %d)", line)})
+			continue
+		}
+		first[k.Value] = k.Line
+		d.keys[p] = k
+		f, ok := fields[k.Value]
+		if !ok {
+			msg := "unknown key in " + where + "; the keys are " + strings.Join(fieldKeys(t), ", ")
+			if s := suggest(k.Value, fieldKeys(t)); s != "" {
+				msg = fmt.Sprintf("unknown key in %s: did you mean %s?", where, s)
+			}
+			d.add(Problem{Path: p, Line: k.Line, Column: k.Column, Message: msg})
+			continue
+		}
+		w.walk(v, f.Type, p, depth+1)
+	}
+}
+
+// walkMap checks the dependencies: a mapping of names, non-empty and each listed
+// once, to settings of t's element type, and walks each.
+func (w walker) walkMap(n *yaml.Node, t reflect.Type, path string, depth int) {
+	d := w.d
+	if n.Kind != yaml.MappingNode {
+		w.bad(n, path, "want %s of names to settings", w.kind(true))
+		return
+	}
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		p := path + "." + k.Value
+		if line, dup := first[k.Value]; dup {
+			d.add(Problem{Path: p, Line: k.Line, Column: k.Column, Message: fmt.Sprintf("listed twice (first on line %d)", line)})
+			continue
+		}
+		first[k.Value] = k.Line
+		d.keys[p] = k
+		if k.Value == "" {
+			d.add(Problem{Path: path, Line: k.Line, Column: k.Column, Message: "a dependency's name is empty"})
+			continue
+		}
+		w.walk(v, t.Elem(), p, depth+1)
+	}
+}
+
+// walkScalar checks a single value of kind string, int or float64.
+func (w walker) walkScalar(n *yaml.Node, t reflect.Type, path string) {
+	switch t.Kind() {
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			w.bad(n, path, "want a single value, not %s", map[bool]string{true: w.kind(true), false: w.kind(false)}[n.Kind == yaml.MappingNode])
+		}
+	case reflect.Int:
 		// The tag too: the YAML decoder would truncate 0.5 to 0 (which means "inherit").
 		var v int
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
-			bad("want a whole number")
+			w.bad(n, path, "want a whole number")
 		}
-	case t.Kind() == reflect.Float64:
+	case reflect.Float64:
 		var v float64
 		if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
-			bad("want a number")
+			w.bad(n, path, "want a number")
 		}
 	}
 }

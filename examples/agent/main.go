@@ -146,12 +146,40 @@ func incident(ctx context.Context, out io.Writer, guarded bool, h hooks) (counts
 		return counts{}, err
 	}
 
+	r, sessions, err := newRunner(s, srv.URL, guard, guarded, h)
+	if err != nil {
+		return counts{}, err
+	}
+	created, err := sessions.Create(ctx, &session.CreateRequest{AppName: "example", UserID: "u1"})
+	if err != nil {
+		return counts{}, err
+	}
+	c := &conversation{ctx: ctx, fc: fc, s: s, r: r, sessionID: created.Session.ID()}
+	if err := c.ask(start, "Who is customer 42?"); err != nil {
+		return counts{}, err
+	}
+	during, err := c.outage(dep)
+	if err != nil {
+		return counts{}, err
+	}
+	if err := c.ask(at(115), "Who is customer 42?"); err != nil {
+		return counts{}, err
+	}
+	if err := c.notFound(b); err != nil {
+		return counts{}, err
+	}
+	return during, nil
+}
+
+// newRunner returns the support agent's runner and its sessions: the CRM's two tools
+// against crmURL, the scripted model, and guard's plugin when guarded.
+func newRunner(s *story, crmURL string, guard *callbacks.Callbacks, guarded bool, h hooks) (*runner.Runner, session.Service, error) {
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	var tools []tool.Tool
 	for _, name := range []string{"lookup_customer", "list_orders"} {
-		t, err := crmTool(name, srv.URL, client)
+		t, err := crmTool(name, crmURL, client)
 		if err != nil {
-			return counts{}, err
+			return nil, nil, err
 		}
 		tools = append(tools, t)
 	}
@@ -167,7 +195,7 @@ func incident(ctx context.Context, out io.Writer, guarded bool, h hooks) (counts
 		Mode:        llmagent.ModeChat,
 	})
 	if err != nil {
-		return counts{}, err
+		return nil, nil, err
 	}
 	sessions := session.InMemoryService()
 	var plugins []*plugin.Plugin
@@ -182,29 +210,41 @@ func incident(ctx context.Context, out io.Writer, guarded bool, h hooks) (counts
 		PluginConfig:   runner.PluginConfig{Plugins: plugins},
 	})
 	if err != nil {
-		return counts{}, err
+		return nil, nil, err
 	}
-	created, err := sessions.Create(ctx, &session.CreateRequest{AppName: "example", UserID: "u1"})
-	if err != nil {
-		return counts{}, err
-	}
-	ask := func(at time.Time, question string) error {
-		fc.Advance(at.Sub(fc.Now()))
-		s.user(question)
-		msg := genai.NewContentFromText(question, genai.RoleUser)
-		for _, err := range r.Run(ctx, "u1", created.Session.ID(), msg, agent.RunConfig{}) {
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	at := func(seconds int) time.Time { return start.Add(time.Duration(seconds) * time.Second) }
+	return r, sessions, nil
+}
 
-	if err := ask(start, "Who is customer 42?"); err != nil {
-		return counts{}, err
+// at is the time seconds into the story.
+func at(seconds int) time.Time { return start.Add(time.Duration(seconds) * time.Second) }
+
+// conversation is the story's one session with the agent, on the fake clock.
+type conversation struct {
+	ctx       context.Context
+	fc        *clock.Fake
+	s         *story
+	r         *runner.Runner
+	sessionID string
+}
+
+// ask moves the clock to t and asks the agent question, running the turn to its end.
+func (c *conversation) ask(t time.Time, question string) error {
+	c.fc.Advance(t.Sub(c.fc.Now()))
+	c.s.user(question)
+	msg := genai.NewContentFromText(question, genai.RoleUser)
+	for _, err := range c.r.Run(c.ctx, "u1", c.sessionID, msg, agent.RunConfig{}) {
+		if err != nil {
+			return err
+		}
 	}
-	fc.Advance(outageStart.Sub(fc.Now()))
+	return nil
+}
+
+// outage takes the CRM, dep, down from outageStart to outageEnd while the user asks,
+// and returns what happened meanwhile.
+func (c *conversation) outage(dep *crm) (counts, error) {
+	s := c.s
+	c.fc.Advance(outageStart.Sub(c.fc.Now()))
 	s.section("the CRM starts failing: it answers every request with 503")
 	dep.down.Store(true)
 	before := s.counts()
@@ -220,32 +260,35 @@ func incident(ctx context.Context, out io.Writer, guarded bool, h hooks) (counts
 		{45, "Who is customer 42?"},
 		{55, "What has customer 42 ordered?"},
 	} {
-		if err := ask(at(q.at), q.question); err != nil {
+		if err := c.ask(at(q.at), q.question); err != nil {
 			return counts{}, err
 		}
 	}
-	fc.Advance(outageEnd.Sub(fc.Now()))
+	c.fc.Advance(outageEnd.Sub(c.fc.Now()))
 	s.section("the CRM works again")
 	dep.down.Store(false)
 	during := s.counts()
 	during.calls -= before.calls
 	during.leaked -= before.leaked
 	during.crm = dep.outage.Load()
+	return during, nil
+}
 
-	if err := ask(at(115), "Who is customer 42?"); err != nil {
-		return counts{}, err
-	}
+// notFound asks for as many missing customers as b's MinimumCalls and shows that the
+// CRM's 404 answers leave the breaker as it was.
+func (c *conversation) notFound(b *breaker.Breaker) error {
+	s := c.s
 	s.section("the model asks for customers that do not exist: the CRM answers 404")
 	// As many as MinimumCalls: counted as failures, they would open the breaker.
 	n := b.Policy().MinimumCalls
 	for i := range n {
-		if err := ask(at(120+5*i), fmt.Sprintf("Who is customer %d?", 100+i)); err != nil {
-			return counts{}, err
+		if err := c.ask(at(120+5*i), fmt.Sprintf("Who is customer %d?", 100+i)); err != nil {
+			return err
 		}
 	}
 	s.event(fmt.Sprintf("%d not-found answers in a row, and the breaker is still %s: a 404 means the "+
 		"CRM worked and the model asked for the wrong thing, which never counts as a failure", n, b.State()))
-	return during, nil
+	return nil
 }
 
 // intro says what the reader is about to see, and the policy the breaker runs, read

@@ -102,6 +102,7 @@ func failed(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
+// run tells the story on out.
 func run(ctx context.Context, out io.Writer) error {
 	p := &payments{}
 	clientT, serverT := mcp.NewInMemoryTransports()
@@ -109,49 +110,14 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-
-	// The health probe's own session with the server: a read-only call, never a charge.
-	probeT, probeServerT := mcp.NewInMemoryTransports()
-	ps, err := p.server().Connect(ctx, probeServerT, nil)
+	healthCheck, closeProbe, err := p.healthProbe(ctx)
 	if err != nil {
 		return err
 	}
-	probeSession, err := mcp.NewClient(&mcp.Implementation{Name: "health-probe", Version: "v1"}, nil).Connect(ctx, probeT, nil)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		probeSession.Close()
-		ps.Wait()
-	}()
-	healthCheck := func(ctx context.Context) error {
-		res, err := probeSession.CallTool(ctx, &mcp.CallToolParams{Name: "get_receipt", Arguments: map[string]any{"charge_id": "health"}})
-		if err != nil {
-			return err
-		}
-		if res.IsError { // classified as the guarded tools' isError answers are
-			text := res.Content[0].(*mcp.TextContent).Text
-			return &probe.ClassifiedError{Classification: classify.MCPIsError(text), Err: errors.New(text)}
-		}
-		return nil
-	}
+	defer closeProbe()
 
 	fc := clock.NewFake(time.Date(2026, 12, 1, 14, 2, 0, 0, time.UTC))
-	deps, err := dependencymap.New(dependencymap.Config{
-		Clock: fc,
-		Dependencies: map[string]dependencymap.Dependency{
-			// No Tools: the MCP server's tools join this key when they are listed. A
-			// volume gate of 3 calls keeps the story short (the default is 20).
-			"payments": {Policy: breaker.Policy{MinimumCalls: 3, Cooldown: time.Minute, Jitter: -1}, Probe: &dependencymap.Probe{Func: healthCheck}},
-		},
-		OnStateChange: []func(breaker.Event){func(e breaker.Event) {
-			fmt.Fprintf(out, "    [breaker %s: %s -> %s: %s]\n", e.Breaker, e.From, e.To, e.Reason)
-		}},
-	})
-	if err != nil {
-		return err
-	}
-	guard, err := callbacks.New(callbacks.Config{Dependencies: deps, Clock: fc, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge_card"}}})
+	deps, guard, err := guardPayments(out, fc, healthCheck)
 	if err != nil {
 		return err
 	}
@@ -164,10 +130,6 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer prober.Close()
-	advance := func(d time.Duration) {
-		fc.Advance(d)
-		prober.ProbeDue(ctx)
-	}
 
 	// The one line: the server's tools, guarded as the dependency "payments".
 	tools, err := mcpguard.New(mcpguard.Config{Dependency: "payments", Callbacks: guard, Toolset: mcptoolset.Config{Transport: clientT}})
@@ -197,36 +159,82 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	st := &story{ctx: ctx, out: out, fc: fc, prober: prober, r: r, sessions: sessions}
+	return st.tell(p, deps)
+}
 
-	turn := func(card string) error {
-		question := fmt.Sprintf("Pay 12.50 EUR with my card ending %s.", card)
-		fmt.Fprintf(out, "%s user: %s\n", fc.Now().Format(time.TimeOnly), question)
-		created, err := sessions.Create(ctx, &session.CreateRequest{AppName: "example", UserID: "u1"})
+// healthProbe connects the health probe's own session to a server of p's and returns
+// its check, a read-only get_receipt call (never a charge), and the function that
+// closes the session.
+func (p *payments) healthProbe(ctx context.Context) (func(context.Context) error, func(), error) {
+	probeT, probeServerT := mcp.NewInMemoryTransports()
+	ps, err := p.server().Connect(ctx, probeServerT, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	probeSession, err := mcp.NewClient(&mcp.Implementation{Name: "health-probe", Version: "v1"}, nil).Connect(ctx, probeT, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeProbe := func() {
+		probeSession.Close()
+		ps.Wait()
+	}
+	healthCheck := func(ctx context.Context) error {
+		res, err := probeSession.CallTool(ctx, &mcp.CallToolParams{Name: "get_receipt", Arguments: map[string]any{"charge_id": "health"}})
 		if err != nil {
 			return err
 		}
-		msg := genai.NewContentFromText(question, genai.RoleUser)
-		for ev, err := range r.Run(ctx, "u1", created.Session.ID(), msg, agent.RunConfig{}) {
-			if err != nil {
-				return err
-			}
-			if ev.Content == nil {
-				continue
-			}
-			for _, part := range ev.Content.Parts {
-				switch {
-				case part.FunctionResponse != nil:
-					fmt.Fprintf(out, "    %s -> %s\n", part.FunctionResponse.Name, summary(part.FunctionResponse.Response))
-				case part.Text != "" && ev.Author == "cashier":
-					fmt.Fprintf(out, "    model: %s\n", part.Text)
-				}
-			}
+		if res.IsError { // classified as the guarded tools' isError answers are
+			text := res.Content[0].(*mcp.TextContent).Text
+			return &probe.ClassifiedError{Classification: classify.MCPIsError(text), Err: errors.New(text)}
 		}
 		return nil
 	}
+	return healthCheck, closeProbe, nil
+}
 
+// guardPayments returns the dependency map, with "payments" probed by healthCheck and
+// its transitions printed on out, and the callbacks that guard it, charge_card marked
+// as mutating.
+func guardPayments(out io.Writer, fc *clock.Fake, healthCheck func(context.Context) error) (*dependencymap.Map, *callbacks.Callbacks, error) {
+	deps, err := dependencymap.New(dependencymap.Config{
+		Clock: fc,
+		Dependencies: map[string]dependencymap.Dependency{
+			// No Tools: the MCP server's tools join this key when they are listed. A
+			// volume gate of 3 calls keeps the story short (the default is 20).
+			"payments": {Policy: breaker.Policy{MinimumCalls: 3, Cooldown: time.Minute, Jitter: -1}, Probe: &dependencymap.Probe{Func: healthCheck}},
+		},
+		OnStateChange: []func(breaker.Event){func(e breaker.Event) {
+			fmt.Fprintf(out, "    [breaker %s: %s -> %s: %s]\n", e.Breaker, e.From, e.To, e.Reason)
+		}},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	guard, err := callbacks.New(callbacks.Config{Dependencies: deps, Clock: fc, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge_card"}}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return deps, guard, nil
+}
+
+// story is what the story's turns run on: the fake clock, the health prober that
+// runs when the clock moves, and the agent's runner and sessions.
+type story struct {
+	ctx      context.Context
+	out      io.Writer
+	fc       *clock.Fake
+	prober   *probe.Prober
+	r        *runner.Runner
+	sessions session.Service
+}
+
+// tell runs the story's turns against the payments server p, with deps guarding it.
+func (s *story) tell(p *payments, deps *dependencymap.Map) error {
+	out := s.out
 	fmt.Fprintln(out, "the payments MCP server runs in this process; one line guards its tools")
-	if err := turn("0002"); err != nil {
+	if err := s.turn("0002"); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "listed from the server, under the key payments: %s\n", strings.Join(deps.Tools("payments"), ", "))
@@ -234,27 +242,63 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintln(out, "--- the card processor behind the server goes down")
 	p.processorDown.Store(true)
 	for range 2 {
-		advance(5 * time.Second)
-		if err := turn("4242"); err != nil {
+		s.advance(5 * time.Second)
+		if err := s.turn("4242"); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintln(out, "--- the breaker is open: the server is not asked, the model is told to wait")
 	for range 2 {
-		advance(10 * time.Second)
-		if err := turn("4242"); err != nil {
+		s.advance(10 * time.Second)
+		if err := s.turn("4242"); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintln(out, "--- no one pays for a while; the health probe asks the server on its own, 30s apart")
-	advance(10 * time.Second)
+	s.advance(10 * time.Second)
 	fmt.Fprintln(out, "--- the processor is back; a charge is never the probe, the health probe finds out")
 	p.processorDown.Store(false)
-	advance(30 * time.Second)
-	if err := turn("4242"); err != nil {
+	s.advance(30 * time.Second)
+	if err := s.turn("4242"); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "charge requests that reached the server: %d (1 declined, 2 failed, 1 charged)\n", p.requests.Load())
+	return nil
+}
+
+// advance moves the fake clock on by d and runs the health probe if it is due.
+func (s *story) advance(d time.Duration) {
+	s.fc.Advance(d)
+	s.prober.ProbeDue(s.ctx)
+}
+
+// turn is one user turn in a new session, paying with the card ending card; it prints
+// the question, the tools' answers and the model's reply.
+func (s *story) turn(card string) error {
+	ctx, out := s.ctx, s.out
+	question := fmt.Sprintf("Pay 12.50 EUR with my card ending %s.", card)
+	fmt.Fprintf(out, "%s user: %s\n", s.fc.Now().Format(time.TimeOnly), question)
+	created, err := s.sessions.Create(ctx, &session.CreateRequest{AppName: "example", UserID: "u1"})
+	if err != nil {
+		return err
+	}
+	msg := genai.NewContentFromText(question, genai.RoleUser)
+	for ev, err := range s.r.Run(ctx, "u1", created.Session.ID(), msg, agent.RunConfig{}) {
+		if err != nil {
+			return err
+		}
+		if ev.Content == nil {
+			continue
+		}
+		for _, part := range ev.Content.Parts {
+			switch {
+			case part.FunctionResponse != nil:
+				fmt.Fprintf(out, "    %s -> %s\n", part.FunctionResponse.Name, summary(part.FunctionResponse.Response))
+			case part.Text != "" && ev.Author == "cashier":
+				fmt.Fprintf(out, "    model: %s\n", part.Text)
+			}
+		}
+	}
 	return nil
 }
 

@@ -72,11 +72,17 @@ func cli(args []string, w io.Writer) error {
 		_, err = fmt.Fprintln(w, number(v, 3))
 		return err
 	}
-	a, err := r.median(names[0], *unit)
+	return compare(w, r, cmd, names[0], names[1], *unit)
+}
+
+// compare writes what cmd (ratio, increase or delta) says of benchmark a's median
+// in unit against benchmark b's.
+func compare(w io.Writer, r *run, cmd, nameA, nameB, unit string) error {
+	a, err := r.median(nameA, unit)
 	if err != nil {
 		return err
 	}
-	b, err := r.median(names[1], *unit)
+	b, err := r.median(nameB, unit)
 	if err != nil {
 		return err
 	}
@@ -84,12 +90,12 @@ func cli(args []string, w io.Writer) error {
 	switch cmd {
 	case "ratio":
 		if b == 0 {
-			return fmt.Errorf("ratio: %s's median %s is 0", names[1], *unit)
+			return fmt.Errorf("ratio: %s's median %s is 0", nameB, unit)
 		}
 		out = number(a/b, 2)
 	case "increase":
 		if b == 0 {
-			return fmt.Errorf("increase: %s's median %s is 0", names[1], *unit)
+			return fmt.Errorf("increase: %s's median %s is 0", nameB, unit)
 		}
 		out = number(100*(a-b)/b, 2) + "%"
 	case "delta":

@@ -134,42 +134,14 @@ func Run(s Shape, cfg Config) (Figures, error) {
 		Dependencies: map[string]dependencymap.Dependency{
 			"crm": {Tools: tools},
 		},
-		OnStateChange: []func(breaker.Event){func(e breaker.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			if e.Breaker != "crm" {
-				return
-			}
-			dead := cfg.RecoverAt == 0 || e.At.Before(Start.Add(time.Duration(cfg.RecoverAt)*time.Second))
-			switch e.To {
-			case breaker.Closed:
-				if dead {
-					fig.ClosedWhileDead++
-				}
-			case breaker.Open:
-				if e.From == breaker.Closed {
-					fig.Trips++
-				}
-			}
-		}},
+		OnStateChange: []func(breaker.Event){countTransitions(cfg, &fig, &mu)},
 	})
 	if err != nil {
 		return fig, err
 	}
 	w.Deps = deps
-	if cfg.Mode != None {
-		cc := callbacks.Config{Dependencies: deps, Clock: w.Clock}
-		if cfg.Mode == Budget {
-			w.Retrier, err = retry.New(retry.Config{Clock: w.Clock, Sleeper: &retry.FakeSleeper{},
-				Budgets: retry.MustNewBudgets(retry.BudgetConfig{Clock: w.Clock}), Rand: func() float64 { return 0.5 }})
-			if err != nil {
-				return fig, err
-			}
-			cc.SideEffects.Retry = w.Retrier
-		}
-		if w.CB, err = callbacks.New(cc); err != nil {
-			return fig, err
-		}
+	if err := w.guard(); err != nil {
+		return fig, err
 	}
 	defer func() {
 		for _, f := range slices.Backward(w.cleanups) {
@@ -180,32 +152,85 @@ func Run(s Shape, cfg Config) (Figures, error) {
 	if err != nil {
 		return fig, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	ctx := context.Background()
-	fig.ClosedAt = -1
-	for i := range cfg.Turns {
-		w.Clock.Set(Start.Add(time.Duration(i) * time.Second))
-		if cfg.RecoverAt > 0 && i == cfg.RecoverAt {
-			crm.Set(breakertest.OK(`{"tier": "gold"}`))
-		}
-		before, remoteBefore := crm.Requests(), w.Remote.Load()
-		sid, err := h.NewSession(ctx)
-		if err != nil {
-			return fig, err
-		}
-		if _, err := h.Run(ctx, sid, "Look up Acme in the CRM."); err == nil {
-			fig.Answered++
-		}
-		fig.PerTurn = append(fig.PerTurn, crm.Requests()-before)
-		fig.RemotePerTurn = append(fig.RemotePerTurn, w.Remote.Load()-remoteBefore)
-		if b, ok := deps.Get("crm"); ok && cfg.RecoverAt > 0 && i >= cfg.RecoverAt && fig.ClosedAt < 0 && b.State() == breaker.Closed {
-			fig.ClosedAt = i
-		}
+	if err := w.turns(h, cfg, &fig); err != nil {
+		return fig, err
 	}
 	fig.Total = crm.Requests()
 	fig.RemoteTotal = w.Remote.Load()
 	mu.Lock()
 	defer mu.Unlock()
 	return fig, nil
+}
+
+// countTransitions returns the crm breaker's state-change listener for Run: it counts
+// into fig, under mu, the breaker's trips and how often it closed while the CRM was
+// still down.
+func countTransitions(cfg Config, fig *Figures, mu *sync.Mutex) func(breaker.Event) {
+	return func(e breaker.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Breaker != "crm" {
+			return
+		}
+		dead := cfg.RecoverAt == 0 || e.At.Before(Start.Add(time.Duration(cfg.RecoverAt)*time.Second))
+		switch e.To {
+		case breaker.Closed:
+			if dead {
+				fig.ClosedWhileDead++
+			}
+		case breaker.Open:
+			if e.From == breaker.Closed {
+				fig.Trips++
+			}
+		}
+	}
+}
+
+// guard sets up the world's mode over w.Deps: the callbacks plugin unless the mode is
+// None, with a Retrier on a fake sleeper in Budget mode.
+func (w *World) guard() error {
+	if w.Mode == None {
+		return nil
+	}
+	cc := callbacks.Config{Dependencies: w.Deps, Clock: w.Clock}
+	var err error
+	if w.Mode == Budget {
+		w.Retrier, err = retry.New(retry.Config{Clock: w.Clock, Sleeper: &retry.FakeSleeper{},
+			Budgets: retry.MustNewBudgets(retry.BudgetConfig{Clock: w.Clock}), Rand: func() float64 { return 0.5 }})
+		if err != nil {
+			return err
+		}
+		cc.SideEffects.Retry = w.Retrier
+	}
+	w.CB, err = callbacks.New(cc)
+	return err
+}
+
+// turns runs cfg.Turns turns of harness h, one a second from Start, the CRM recovering
+// at cfg.RecoverAt, and records each turn's requests and the outcome in fig.
+func (w *World) turns(h *breakertest.Harness, cfg Config, fig *Figures) error {
+	ctx := context.Background()
+	fig.ClosedAt = -1
+	for i := range cfg.Turns {
+		w.Clock.Set(Start.Add(time.Duration(i) * time.Second))
+		if cfg.RecoverAt > 0 && i == cfg.RecoverAt {
+			w.CRM.Set(breakertest.OK(`{"tier": "gold"}`))
+		}
+		before, remoteBefore := w.CRM.Requests(), w.Remote.Load()
+		sid, err := h.NewSession(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := h.Run(ctx, sid, "Look up Acme in the CRM."); err == nil {
+			fig.Answered++
+		}
+		fig.PerTurn = append(fig.PerTurn, w.CRM.Requests()-before)
+		fig.RemotePerTurn = append(fig.RemotePerTurn, w.Remote.Load()-remoteBefore)
+		if b, ok := w.Deps.Get("crm"); ok && cfg.RecoverAt > 0 && i >= cfg.RecoverAt && fig.ClosedAt < 0 && b.State() == breaker.Closed {
+			fig.ClosedAt = i
+		}
+	}
+	return nil
 }
 
 // LookupArgs are crm_lookup's arguments.

@@ -214,9 +214,32 @@ func (s Scenario) WithDefaults() Scenario {
 // Validate checks a scenario after defaults are applied and returns a *ConfigError
 // naming the first field out of range.
 func (s Scenario) Validate() error {
-	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Package: "sim", Field: field, Value: v, Problem: problem}
+	if err := s.checkRanges(); err != nil {
+		return err
 	}
+	if err := s.checkOutage(); err != nil {
+		return err
+	}
+	if strings.TrimSpace(s.Dependency) == "" {
+		return badField("dependency", s.Dependency, "must not be blank")
+	}
+	if err := s.checkStrategies(); err != nil {
+		return err
+	}
+	p, err := s.UserPolicy()
+	if err != nil {
+		return err
+	}
+	return s.checkPolicyFields(p)
+}
+
+// badField is the *ConfigError for field, whose value v has problem.
+func badField(field string, v any, problem string) error {
+	return &ConfigError{Package: "sim", Field: field, Value: v, Problem: problem}
+}
+
+// checkRanges checks the durations, counts and rates that have a range of their own.
+func (s Scenario) checkRanges() error {
 	durs := []struct {
 		name   string
 		v      time.Duration
@@ -232,7 +255,7 @@ func (s Scenario) Validate() error {
 	}
 	for _, d := range durs {
 		if d.v < d.lo || d.v > d.hi {
-			return bad(d.name, d.v, fmt.Sprintf("must be from %v to %v", d.lo, d.hi))
+			return badField(d.name, d.v, fmt.Sprintf("must be from %v to %v", d.lo, d.hi))
 		}
 	}
 	ints := []struct {
@@ -248,7 +271,7 @@ func (s Scenario) Validate() error {
 	}
 	for _, n := range ints {
 		if n.v < n.lo || n.v > n.hi {
-			return bad(n.name, n.v, fmt.Sprintf("must be from %d to %d", n.lo, n.hi))
+			return badField(n.name, n.v, fmt.Sprintf("must be from %d to %d", n.lo, n.hi))
 		}
 	}
 	rates := []struct {
@@ -262,45 +285,49 @@ func (s Scenario) Validate() error {
 	}
 	for _, r := range rates {
 		if math.IsNaN(r.v) || r.v < 0 || r.v > 1 {
-			return bad(r.name, r.v, "must be from 0 to 1")
+			return badField(r.name, r.v, "must be from 0 to 1")
 		}
 	}
+	return nil
+}
+
+// checkOutage checks the load and the outage: the turn rate, when the outage starts
+// and ends within the run, its mode and the delay its errors state.
+func (s Scenario) checkOutage() error {
 	if math.IsNaN(s.TurnRate) || s.TurnRate <= 0 || s.TurnRate > 10000 {
-		return bad("turn_rate", s.TurnRate, "must be more than 0 and at most 10000 turns per second")
+		return badField("turn_rate", s.TurnRate, "must be more than 0 and at most 10000 turns per second")
 	}
 	if s.OutageStart < 0 || s.OutageStart >= s.Duration {
-		return bad("outage_start", s.OutageStart, fmt.Sprintf("must be from 0 to before the end of the run (duration %v)", s.Duration))
+		return badField("outage_start", s.OutageStart, fmt.Sprintf("must be from 0 to before the end of the run (duration %v)", s.Duration))
 	}
 	if s.OutageEnd <= s.OutageStart || s.OutageEnd > s.Duration {
-		return bad("outage_end", s.OutageEnd, fmt.Sprintf("must be after outage_start (%v) and at most duration (%v)", s.OutageStart, s.Duration))
+		return badField("outage_end", s.OutageEnd, fmt.Sprintf("must be after outage_start (%v) and at most duration (%v)", s.OutageStart, s.Duration))
 	}
 	if s.OutageMode != ModeHang && s.OutageMode != ModeError {
-		return bad("outage_mode", s.OutageMode, `must be "hang" or "error"`)
+		return badField("outage_mode", s.OutageMode, `must be "hang" or "error"`)
 	}
 	if s.RetryAfter < 0 || s.RetryAfter > time.Hour {
-		return bad("retry_after", s.RetryAfter, "must be from 0 (none) to 1h")
+		return badField("retry_after", s.RetryAfter, "must be from 0 (none) to 1h")
 	}
 	if s.RetryAfter > 0 && s.OutageMode != ModeError {
-		return bad("retry_after", s.RetryAfter, `a hanging call states no delay; set outage_mode: error`)
+		return badField("retry_after", s.RetryAfter, `a hanging call states no delay; set outage_mode: error`)
 	}
-	if strings.TrimSpace(s.Dependency) == "" {
-		return bad("dependency", s.Dependency, "must not be blank")
-	}
+	return nil
+}
+
+// checkStrategies checks that each strategy is known and listed once.
+func (s Scenario) checkStrategies() error {
 	seen := map[string]bool{}
 	for i, name := range s.Strategies {
 		if !slices.Contains(Strategies(), name) && !slices.Contains(OptInStrategies(), name) {
-			return bad(fmt.Sprintf("strategies[%d]", i), name, "unknown strategy; want one of "+strings.Join(Strategies(), ", "))
+			return badField(fmt.Sprintf("strategies[%d]", i), name, "unknown strategy; want one of "+strings.Join(Strategies(), ", "))
 		}
 		if seen[name] {
-			return bad(fmt.Sprintf("strategies[%d]", i), name, "listed twice")
+			return badField(fmt.Sprintf("strategies[%d]", i), name, "listed twice")
 		}
 		seen[name] = true
 	}
-	p, err := s.UserPolicy()
-	if err != nil {
-		return err
-	}
-	return s.checkPolicyFields(p)
+	return nil
 }
 
 // scenarioFile is the on-disk form: durations are Go duration strings.
@@ -339,7 +366,7 @@ func setInt(dst *int, src *int, name string) error {
 		return nil
 	}
 	if *src == 0 && name != "reissues" {
-		return &ConfigError{Package: "sim", Field: name, Value: 0, Problem: "must be at least 1 (leave it out for the default)"}
+		return badField(name, 0, "must be at least 1 (leave it out for the default)")
 	}
 	*dst = *src
 	return nil
@@ -368,6 +395,39 @@ func (f scenarioFile) scenario() (Scenario, error) {
 	if f.Seed != nil {
 		s.Seed = *f.Seed
 	}
+	if err := f.durations(&s); err != nil {
+		return Scenario{}, err
+	}
+	for _, n := range []struct {
+		name string
+		src  *int
+		dst  *int
+	}{
+		{"users", f.Users, &s.Users},
+		{"sub_agents", f.SubAgents, &s.SubAgents},
+		{"client_attempts", f.ClientAttempts, &s.ClientAttempts},
+		{"reissues", f.Reissues, &s.Reissues},
+		{"bulkhead", f.Bulkhead, &s.Bulkhead},
+	} {
+		if err := setInt(n.dst, n.src, n.name); err != nil {
+			return Scenario{}, err
+		}
+	}
+	if f.Reissues != nil && *f.Reissues == 0 {
+		s.Reissues = -1 // explicit zero: none, which WithDefaults keeps
+	}
+	f.rates(&s)
+	s.Dependency, s.OutageMode, s.Policy, s.Strategies = f.Dependency, f.OutageMode, f.Policy, f.Strategies
+	s = s.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return Scenario{}, err
+	}
+	return s, nil
+}
+
+// durations parses the file's durations into s. An explicit zero is an error, but
+// for outage_start, where it is the first instant.
+func (f scenarioFile) durations(s *Scenario) error {
 	durs := []struct {
 		name string
 		src  string
@@ -390,34 +450,22 @@ func (f scenarioFile) scenario() (Scenario, error) {
 		}
 		v, err := time.ParseDuration(d.src)
 		if err != nil {
-			return Scenario{}, &ConfigError{Package: "sim", Field: d.name, Value: d.src, Problem: "not a duration (want e.g. 30s, 5m)"}
+			return badField(d.name, d.src, "not a duration (want e.g. 30s, 5m)")
 		}
 		if v == 0 && d.name == "outage_start" {
 			v = time.Nanosecond // an outage from the first instant: keep it distinct from "default"
 		}
 		if v == 0 {
-			return Scenario{}, &ConfigError{Package: "sim", Field: d.name, Value: d.src, Problem: "must be more than zero (leave it out for the default)"}
+			return badField(d.name, d.src, "must be more than zero (leave it out for the default)")
 		}
 		*d.dst = v
 	}
-	for _, n := range []struct {
-		name string
-		src  *int
-		dst  *int
-	}{
-		{"users", f.Users, &s.Users},
-		{"sub_agents", f.SubAgents, &s.SubAgents},
-		{"client_attempts", f.ClientAttempts, &s.ClientAttempts},
-		{"reissues", f.Reissues, &s.Reissues},
-		{"bulkhead", f.Bulkhead, &s.Bulkhead},
-	} {
-		if err := setInt(n.dst, n.src, n.name); err != nil {
-			return Scenario{}, err
-		}
-	}
-	if f.Reissues != nil && *f.Reissues == 0 {
-		s.Reissues = -1 // explicit zero: none, which WithDefaults keeps
-	}
+	return nil
+}
+
+// rates copies the file's rates into s; an explicit zero is the smallest chance
+// there is, told apart from an absent key, which takes the default.
+func (f scenarioFile) rates(s *Scenario) {
 	for _, r := range []struct {
 		name string
 		src  *float64
@@ -438,12 +486,6 @@ func (f scenarioFile) scenario() (Scenario, error) {
 		}
 		*r.dst = *r.src
 	}
-	s.Dependency, s.OutageMode, s.Policy, s.Strategies = f.Dependency, f.OutageMode, f.Policy, f.Strategies
-	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
-		return Scenario{}, err
-	}
-	return s, nil
 }
 
 // LoadScenario reads a scenario file (see ParseScenario).

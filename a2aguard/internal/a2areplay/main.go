@@ -74,71 +74,25 @@ type row struct {
 	answered, leaked       int
 }
 
+// replay runs one row: turns turns against a remote that fails as failure says,
+// reached by hop, with or without a2aguard, then ten turns past every cooldown.
 func replay(failure, hop string, guarded bool) (row, error) {
 	var counter atomic.Int64
-	var url string
-	hc := &http.Client{}
-	switch failure {
-	case "down":
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return row{}, err
-		}
-		url = "http://" + l.Addr().String()
-		l.Close()
-		var dialer net.Dialer
-		hc.Transport = &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, n, a string) (net.Conn, error) {
-			counter.Add(1) // nothing reaches a server that is down: count the attempts
-			return dialer.DialContext(ctx, n, a)
-		}}
-	default:
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			counter.Add(1)
-			_, _ = io.Copy(io.Discard, r.Body)
-			if failure == "hang" {
-				<-r.Context().Done()
-				return
-			}
-			http.Error(w, "upstream billing database is down", http.StatusServiceUnavailable)
-		}))
-		defer srv.Close()
-		url = srv.URL
+	url, hc, stop, err := billingRemote(failure, &counter)
+	if err != nil {
+		return row{}, err
 	}
+	defer stop()
 	card := &a2a.AgentCard{SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(url, a2a.TransportProtocolJSONRPC)},
 		Capabilities: a2a.AgentCapabilities{Streaming: true}}
 	fake := clock.NewFake(time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC))
 	deps := dependencymap.MustNew(dependencymap.Config{Clock: fake})
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: fake})
-	acfg := remoteagent.A2AConfig{Name: name, Description: "Answers billing questions.", AgentCard: card}
-	var remote agent.Agent
-	var err error
-	if guarded {
-		// Half of a short turn is left for the root to answer, so the figures hold on
-		// a loaded machine; the default is a tenth.
-		remote, err = a2aguard.New(a2aguard.Config{Dependency: "billing", Callbacks: cb, HTTPClient: hc, TurnReserve: 0.5, Agent: acfg})
-	} else {
-		acfg.ClientProvider = remoteagent.NewA2AClientProvider(a2aclient.NewFactory(a2aclient.WithJSONRPCTransport(hc)))
-		remote, err = remoteagent.NewA2A(acfg)
-	}
+	remote, err := remoteAgent(card, hc, cb, guarded)
 	if err != nil {
 		return row{}, err
 	}
-	var root agent.Agent
-	if hop == "transfer" {
-		m := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(breakertest.Request) breakertest.Step {
-			return breakertest.Call("transfer_to_agent", map[string]any{"agent_name": name})
-		}})
-		root, err = llmagent.New(llmagent.Config{Name: "root", Model: m, SubAgents: []agent.Agent{remote}})
-	} else {
-		m := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(req breakertest.Request) breakertest.Step {
-			if last := req.Contents[len(req.Contents)-1]; len(last.Parts) > 0 && last.Parts[0].FunctionResponse != nil {
-				b, _ := json.Marshal(last.Parts[0].FunctionResponse.Response)
-				return breakertest.Text("root: " + string(b))
-			}
-			return breakertest.Call(name, map[string]any{"request": "Is invoice 42 paid?"})
-		}})
-		root, err = llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{agenttool.New(remote, nil)}})
-	}
+	root, err := rootAgent(hop, remote)
 	if err != nil {
 		return row{}, err
 	}
@@ -168,6 +122,69 @@ func replay(failure, hop string, guarded bool) (row, error) {
 	}
 	r.afterCooldown = counter.Load() - r.reached
 	return r, nil
+}
+
+// billingRemote returns the remote's address, failing as failure says ("down": nobody
+// listens; "hang": it never answers; else 503), the HTTP client to reach it, and the
+// function that stops it. counter counts what reached it (for "down", the dials).
+func billingRemote(failure string, counter *atomic.Int64) (string, *http.Client, func(), error) {
+	hc := &http.Client{}
+	if failure == "down" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", nil, nil, err
+		}
+		url := "http://" + l.Addr().String()
+		l.Close()
+		var dialer net.Dialer
+		hc.Transport = &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, n, a string) (net.Conn, error) {
+			counter.Add(1) // nothing reaches a server that is down: count the attempts
+			return dialer.DialContext(ctx, n, a)
+		}}
+		return url, hc, func() {}, nil
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		counter.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		if failure == "hang" {
+			<-r.Context().Done()
+			return
+		}
+		http.Error(w, "upstream billing database is down", http.StatusServiceUnavailable)
+	}))
+	return srv.URL, hc, srv.Close, nil
+}
+
+// remoteAgent returns the billing agent behind card, reached with hc: through
+// a2aguard when guarded, else adk-go's remote agent under the plugin only.
+func remoteAgent(card *a2a.AgentCard, hc *http.Client, cb *callbacks.Callbacks, guarded bool) (agent.Agent, error) {
+	acfg := remoteagent.A2AConfig{Name: name, Description: "Answers billing questions.", AgentCard: card}
+	if guarded {
+		// Half of a short turn is left for the root to answer, so the figures hold on
+		// a loaded machine; the default is a tenth.
+		return a2aguard.New(a2aguard.Config{Dependency: "billing", Callbacks: cb, HTTPClient: hc, TurnReserve: 0.5, Agent: acfg})
+	}
+	acfg.ClientProvider = remoteagent.NewA2AClientProvider(a2aclient.NewFactory(a2aclient.WithJSONRPCTransport(hc)))
+	return remoteagent.NewA2A(acfg)
+}
+
+// rootAgent returns the root agent, whose scripted model reaches remote by hop: by
+// transfer, or ("agenttool") as an AgentTool whose answer it repeats.
+func rootAgent(hop string, remote agent.Agent) (agent.Agent, error) {
+	if hop == "transfer" {
+		m := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(breakertest.Request) breakertest.Step {
+			return breakertest.Call("transfer_to_agent", map[string]any{"agent_name": name})
+		}})
+		return llmagent.New(llmagent.Config{Name: "root", Model: m, SubAgents: []agent.Agent{remote}})
+	}
+	m := breakertest.MustNewModel(breakertest.ModelConfig{Then: func(req breakertest.Request) breakertest.Step {
+		if last := req.Contents[len(req.Contents)-1]; len(last.Parts) > 0 && last.Parts[0].FunctionResponse != nil {
+			b, _ := json.Marshal(last.Parts[0].FunctionResponse.Response)
+			return breakertest.Text("root: " + string(b))
+		}
+		return breakertest.Call(name, map[string]any{"request": "Is invoice 42 paid?"})
+	}})
+	return llmagent.New(llmagent.Config{Name: "root", Model: m, Tools: []tool.Tool{agenttool.New(remote, nil)}})
 }
 
 // turn runs one turn under the whole-turn deadline and reports whether the user got an

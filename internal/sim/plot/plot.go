@@ -227,30 +227,60 @@ func outageBand(onset, recov, ymax float64) *plotter.Polygon {
 	return poly
 }
 
+// strategyRow is one strategy's row of panels: breaker state, calls per bin and turn
+// latency, the last two on the column's scales sc.
 func strategyRow(r *sim.Result, sr sim.StrategyResult, sc scales) ([]*plot.Plot, error) {
-	mins := r.Scenario.Duration.Minutes()
-	onset, recov := r.Scenario.OutageStart.Minutes(), r.Scenario.OutageEnd.Minutes()
-	zone := r.Start.Format("MST")
-	newPlot := func(col int, ymax float64, ylabel string) *plot.Plot {
-		p := plot.New()
-		p.Title.Text = title(r, sr, col)
-		p.Title.TextStyle.Font.Size = titleSize
-		p.X.Min, p.X.Max = 0, mins
-		p.X.Tick.Marker = timeTicks{start: r.Start, minutes: mins}
-		p.X.Label.Text = "time (" + zone + ")"
-		p.Y.Label.Text = ylabel
-		for _, f := range []*vg.Length{&p.X.Tick.Label.Font.Size, &p.Y.Tick.Label.Font.Size, &p.X.Label.TextStyle.Font.Size, &p.Y.Label.TextStyle.Font.Size} {
-			*f = textSize
-		}
-		p.Y.Min, p.Y.Max = 0, ymax
-		p.Add(outageBand(onset, recov, ymax)) // under the data
-		p.Add(plotter.NewGrid())
-		return p
+	f := frame{r: r, sr: sr, mins: r.Scenario.Duration.Minutes(),
+		onset: r.Scenario.OutageStart.Minutes(), recov: r.Scenario.OutageEnd.Minutes(), zone: r.Start.Format("MST")}
+	state, err := f.statePanel()
+	if err != nil {
+		return nil, err
 	}
+	calls, err := f.callsPanel(sc.calls)
+	if err != nil {
+		return nil, err
+	}
+	lat, err := f.latencyPanel(sc.latency)
+	if err != nil {
+		return nil, err
+	}
+	return []*plot.Plot{state, calls, lat}, nil
+}
 
-	// Breaker state as a step line from the transitions; without a breaker, a note
-	// where the line would be, so the empty panel is not read as "always closed".
-	state := newPlot(0, 2.3, "breaker state")
+// frame is what every panel of a strategy's row shares: the run, the strategy, the
+// run's length and the outage in minutes, and the time zone of the time axis.
+type frame struct {
+	r                  *sim.Result
+	sr                 sim.StrategyResult
+	mins, onset, recov float64
+	zone               string
+}
+
+// newPlot returns column col's panel, empty but for the outage band and the grid, its
+// y axis from 0 to ymax.
+func (f frame) newPlot(col int, ymax float64, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title(f.r, f.sr, col)
+	p.Title.TextStyle.Font.Size = titleSize
+	p.X.Min, p.X.Max = 0, f.mins
+	p.X.Tick.Marker = timeTicks{start: f.r.Start, minutes: f.mins}
+	p.X.Label.Text = "time (" + f.zone + ")"
+	p.Y.Label.Text = ylabel
+	for _, size := range []*vg.Length{&p.X.Tick.Label.Font.Size, &p.Y.Tick.Label.Font.Size, &p.X.Label.TextStyle.Font.Size, &p.Y.Label.TextStyle.Font.Size} {
+		*size = textSize
+	}
+	p.Y.Min, p.Y.Max = 0, ymax
+	p.Add(outageBand(f.onset, f.recov, ymax)) // under the data
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// statePanel draws the breaker state as a step line from the transitions; without a
+// breaker, a note where the line would be, so the empty panel is not read as "always
+// closed".
+func (f frame) statePanel() (*plot.Plot, error) {
+	r, sr, mins := f.r, f.sr, f.mins
+	state := f.newPlot(0, 2.3, "breaker state")
 	state.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "closed"}, {Value: 1, Label: "half-open"}, {Value: 2, Label: "open"}}
 	if sr.Breaker {
 		pts := plotter.XYs{{X: 0, Y: 0}}
@@ -265,25 +295,28 @@ func strategyRow(r *sim.Result, sr sim.StrategyResult, sc scales) ([]*plot.Plot,
 		}
 		l.Color, l.Width = colState, vg.Points(1.5)
 		state.Add(l)
-	} else {
-		state.Y.Tick.Marker = plot.ConstantTicks{}
-		state.Y.Label.Text = ""
-		note, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: mins / 2, Y: 1.15}},
-			Labels: []string{noBreakerNote}})
-		if err != nil {
-			return nil, err
-		}
-		for i := range note.TextStyle {
-			note.TextStyle[i].Font.Size = titleSize
-			note.TextStyle[i].XAlign = text.XCenter
-			note.TextStyle[i].YAlign = text.YCenter
-		}
-		state.Add(note)
+		return state, nil
 	}
+	state.Y.Tick.Marker = plot.ConstantTicks{}
+	state.Y.Label.Text = ""
+	note, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: mins / 2, Y: 1.15}},
+		Labels: []string{noBreakerNote}})
+	if err != nil {
+		return nil, err
+	}
+	for i := range note.TextStyle {
+		note.TextStyle[i].Font.Size = titleSize
+		note.TextStyle[i].XAlign = text.XCenter
+		note.TextStyle[i].YAlign = text.YCenter
+	}
+	state.Add(note)
+	return state, nil
+}
 
-	// Calls per bin, as steps, on the scale shared by the column.
-	ser := sr.Series
-	calls := newPlot(1, sc.calls, "calls per 10 s")
+// callsPanel draws the calls per bin, as steps, up to ymax, the column's scale.
+func (f frame) callsPanel(ymax float64) (*plot.Plot, error) {
+	ser, mins := f.sr.Series, f.mins
+	calls := f.newPlot(1, ymax, "calls per 10 s")
 	binMin := sim.BinWidth.Minutes()
 	var cp plotter.XYs
 	for i, v := range ser.Calls {
@@ -297,8 +330,14 @@ func strategyRow(r *sim.Result, sr sim.StrategyResult, sc scales) ([]*plot.Plot,
 	cl.Color, cl.Width = colCalls, vg.Points(1.2)
 	cl.FillColor = colCallsFill
 	calls.Add(cl)
+	return calls, nil
+}
 
-	// Turn latency by the bin the turn ended in.
+// latencyPanel draws the turns' mean and maximum latency by the bin the turn ended in,
+// up to ymax, the column's scale.
+func (f frame) latencyPanel(ymax float64) (*plot.Plot, error) {
+	ser := f.sr.Series
+	binMin := sim.BinWidth.Minutes()
 	var mean, maxs plotter.XYs
 	for i := range ser.TurnLatencyMean {
 		if ser.TurnLatencyMean[i] < 0 {
@@ -308,7 +347,7 @@ func strategyRow(r *sim.Result, sr sim.StrategyResult, sc scales) ([]*plot.Plot,
 		mean = append(mean, plotter.XY{X: x, Y: ser.TurnLatencyMean[i]})
 		maxs = append(maxs, plotter.XY{X: x, Y: ser.TurnLatencyMax[i]})
 	}
-	lat := newPlot(2, sc.latency, "seconds")
+	lat := f.newPlot(2, ymax, "seconds")
 	if len(mean) > 0 {
 		ml, err := plotter.NewLine(maxs)
 		if err != nil {
@@ -322,7 +361,7 @@ func strategyRow(r *sim.Result, sr sim.StrategyResult, sc scales) ([]*plot.Plot,
 		al.Color, al.Width = colMean, vg.Points(1.5)
 		lat.Add(ml, al)
 	}
-	return []*plot.Plot{state, calls, lat}, nil
+	return lat, nil
 }
 
 func stateLevel(s string) float64 {
