@@ -6,6 +6,9 @@ package readme_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -127,4 +130,21 @@ func TestFailoverWiringsWithAnAgentTool(t *testing.T) {
 		require.Equal(t, uint64(2), failover.Stats().Window.Calls, "the nested runner has no plugins")
 		require.Equal(t, "small", small.Requests()[0].Model)
 	})
+}
+
+// TestFailoverWiringIsSaidTheSameOnBothPages keeps docs/tools.md and
+// docs/model-failover.md from disagreeing again on which wiring to use (issue 48): the
+// paragraph that says it is the same, word for word, on both.
+func TestFailoverWiringIsSaidTheSameOnBothPages(t *testing.T) {
+	t.Parallel()
+	var paragraphs []string
+	for _, page := range []string{"tools.md", "model-failover.md"} {
+		text, err := os.ReadFile(filepath.Join(repoRoot, "docs", page))
+		require.NoError(t, err)
+		start := strings.Index(string(text), "**Which wiring, with `guard.Build` and sub-agents.**")
+		require.GreaterOrEqual(t, start, 0, "%s: no paragraph on which failover wiring to use", page)
+		p, _, _ := strings.Cut(string(text[start:]), "\n\n")
+		paragraphs = append(paragraphs, p)
+	}
+	require.Equal(t, paragraphs[0], paragraphs[1], "docs/tools.md and docs/model-failover.md say it differently")
 }
