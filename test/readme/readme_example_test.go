@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -37,6 +38,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/telemetry"
+	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
 // The README's snippets as functions: compiled, and listed here so that nothing
@@ -185,7 +187,10 @@ func metrics(ctx context.Context, j *journal.Journal, routes []modelfailover.Rou
 		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
 	})
 	tel.Watch(deps)
+	tel.WatchThrottles(deps)
+	tel.WatchLimits(deps)
 	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: tel}})
+	timeouts := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: tel.ToolAbandoned}
 	obs := tel.ModelObserver() // for model failover, if you use it
 	failover := modelfailover.MustNew(modelfailover.Config{Breakers: deps, Observer: obs, Routes: routes})
 	obs.Watch(failover)
@@ -194,7 +199,7 @@ func metrics(ctx context.Context, j *journal.Journal, routes []modelfailover.Rou
 	go telemetry.WatchJournal(ctx, telemetry.JournalWatch{Journal: j, Observer: tel}) // journal backlog gauges
 	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
-	_, _ = guard, r
+	_, _, _ = guard, timeouts, r
 }
 
 func adminEndpoint(deps *dependencymap.Map, guard *callbacks.Callbacks, failover *modelfailover.Failover, j *journal.Journal, certFile, keyFile string) error {
