@@ -167,11 +167,9 @@ func pluginWithJournal(deps *dependencymap.Map, r *retry.Retrier, j *journal.Jou
 	guard := callbacks.MustNew(callbacks.Config{
 		Dependencies: deps,
 		SideEffects: callbacks.SideEffects{
-			MutatingTools: []string{"charge_card"},
-			// side effects: UNKNOWN is never replayed
-			Retry: r,
-			// the model's identical re-issues are the same operation
-			Journal: j,
+			MutatingTools: []string{"charge_card"}, // side effects: UNKNOWN is never replayed
+			Retry:         r,                       // the model's identical re-issues are the same operation
+			Journal:       j,                       // UNKNOWN outcomes settled through its status lookups
 		},
 	})
 	charge := guard.MustWithIdempotencyKey(chargeTool) // its HTTP client sends the operation's key
