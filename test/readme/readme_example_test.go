@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -37,6 +38,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
 	"github.com/agentbreaker/agentbreaker/telemetry"
+	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
 // The README's snippets as functions: compiled, and listed here so that nothing
@@ -165,11 +167,9 @@ func pluginWithJournal(deps *dependencymap.Map, r *retry.Retrier, j *journal.Jou
 	guard := callbacks.MustNew(callbacks.Config{
 		Dependencies: deps,
 		SideEffects: callbacks.SideEffects{
-			MutatingTools: []string{"charge_card"},
-			// side effects: UNKNOWN is never replayed
-			Retry: r,
-			// the model's identical re-issues are the same operation
-			Journal: j,
+			MutatingTools: []string{"charge_card"}, // side effects: UNKNOWN is never replayed
+			Retry:         r,                       // the model's identical re-issues are the same operation
+			Journal:       j,                       // UNKNOWN outcomes settled through its status lookups
 		},
 	})
 	charge := guard.MustWithIdempotencyKey(chargeTool) // its HTTP client sends the operation's key
@@ -185,7 +185,10 @@ func metrics(ctx context.Context, j *journal.Journal, routes []modelfailover.Rou
 		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
 	})
 	tel.Watch(deps)
+	tel.WatchThrottles(deps)
+	tel.WatchLimits(deps)
 	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: tel}})
+	timeouts := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: tel.ToolAbandoned}
 	obs := tel.ModelObserver() // for model failover, if you use it
 	failover := modelfailover.MustNew(modelfailover.Config{Breakers: deps, Observer: obs, Routes: routes})
 	obs.Watch(failover)
@@ -194,13 +197,19 @@ func metrics(ctx context.Context, j *journal.Journal, routes []modelfailover.Rou
 	go telemetry.WatchJournal(ctx, telemetry.JournalWatch{Journal: j, Observer: tel}) // journal backlog gauges
 	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
-	_, _ = guard, r
+	_, _, _ = guard, timeouts, r
 }
 
-func adminEndpoint(deps *dependencymap.Map, guard *callbacks.Callbacks, failover *modelfailover.Failover, j *journal.Journal, certFile, keyFile string) error {
+func adminEndpoint(tel *telemetry.Telemetry, guard *callbacks.Callbacks, failover *modelfailover.Failover, j *journal.Journal, certFile, keyFile string) error {
+	history := admin.MustNewHistory(admin.HistoryConfig{}) // before the map, which feeds it
+	deps := dependencymap.MustNew(dependencymap.Config{
+		// ... as under Metrics ...
+		OnStateChange: []func(breaker.Event){tel.BreakerEvent, history.Record},
+	})
 	h, err := admin.New(admin.Config{
 		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"), // required, 16+ bytes, no default
 		Breakers:  deps,
+		History:   history,                                // optional: the page shows each breaker's last transitions
 		Bulkheads: admin.BulkheadGroup(guard.Bulkheads()), // optional
 		Routes:    admin.FailoverRoutes(failover),         // optional
 		Journal:   admin.JournalOf(j),                     // optional
