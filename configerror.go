@@ -20,9 +20,15 @@ type ConfigError struct {
 // Unwrap returns Err.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
+// Error formats the error as "package: Field = value: problem". An empty string value
+// is shown as "", so that a missing name reads as one.
 func (e *ConfigError) Error() string {
-	if e.Package == "" {
-		return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Problem)
+	v := e.Value
+	if s, ok := v.(string); ok && s == "" {
+		v = `""`
 	}
-	return fmt.Sprintf("%s: %s = %v: %s", e.Package, e.Field, e.Value, e.Problem)
+	if e.Package == "" {
+		return fmt.Sprintf("%s = %v: %s", e.Field, v, e.Problem)
+	}
+	return fmt.Sprintf("%s: %s = %v: %s", e.Package, e.Field, v, e.Problem)
 }
