@@ -62,44 +62,56 @@ type Turn struct {
 	cfg TurnConfig
 }
 
-// NewTurn checks the configuration, including that every Layers fits in the turn.
+// NewTurn checks the configuration, including that every Layers fits in the turn. An
+// invalid value is a *ConfigError naming the field; one that does not fit unwraps to
+// ErrLayers.
 func NewTurn(cfg TurnConfig) (*Turn, error) {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "tooltimeout", Field: field, Value: v, Problem: problem}
+	}
 	if cfg.Runner == nil {
-		return nil, errors.New("tooltimeout: TurnConfig.Runner = nil: required")
+		return nil, bad("TurnConfig.Runner", "nil", "required")
 	}
 	if cfg.Timeout < time.Millisecond {
-		return nil, fmt.Errorf("tooltimeout: TurnConfig.Timeout = %s: must be at least 1ms", cfg.Timeout)
+		return nil, bad("TurnConfig.Timeout", cfg.Timeout, "must be at least 1ms")
 	}
 	if cfg.Grace < 0 {
-		return nil, fmt.Errorf("tooltimeout: TurnConfig.Grace = %s: must not be negative", cfg.Grace)
+		return nil, bad("TurnConfig.Grace", cfg.Grace, "must not be negative")
 	}
 	if cfg.Sessions != nil && cfg.AppName == "" {
-		return nil, errors.New(`tooltimeout: TurnConfig.AppName = "": required with Sessions`)
+		return nil, bad("TurnConfig.AppName", cfg.AppName, "required with Sessions")
 	}
 	if len(cfg.Tools) == 0 && len(cfg.Layers) == 0 {
-		return nil, fmt.Errorf("tooltimeout: TurnConfig.Tools and TurnConfig.Layers are both empty: give the agent's tools (or their Layers) so their timeouts can be checked against TurnConfig.Timeout %s", cfg.Timeout)
+		return nil, bad("TurnConfig.Tools", cfg.Tools, fmt.Sprintf("is empty and so is TurnConfig.Layers: give the agent's tools (or their Layers) so their timeouts can be checked against TurnConfig.Timeout %s", cfg.Timeout))
 	}
 	for i, t := range cfg.Tools {
+		field := fmt.Sprintf("TurnConfig.Tools[%d]", i)
 		if t == nil {
-			return nil, fmt.Errorf("tooltimeout: TurnConfig.Tools[%d] = nil", i)
+			return nil, bad(field, "nil", "tool is nil")
 		}
 		tt, ok := t.(interface{ Timeout() time.Duration })
 		if !ok || tt.Timeout() <= 0 {
 			continue
 		}
 		if err := (Layers{ToolTimeout: tt.Timeout(), Turn: cfg.Timeout}).Validate(); err != nil {
-			return nil, fmt.Errorf("TurnConfig.Tools[%d] (tool %q, timeout %s) against TurnConfig.Timeout %s: %w", i, t.Name(), tt.Timeout(), cfg.Timeout, err)
+			ce := layersError(err, nil, field, tt.Timeout()).(*ConfigError)
+			ce.Problem = fmt.Sprintf("tool %q against TurnConfig.Timeout %s: %s", t.Name(), cfg.Timeout, ce.Problem)
+			return nil, ce
 		}
 	}
 	for i, l := range cfg.Layers {
+		field := fmt.Sprintf("TurnConfig.Layers[%d]", i)
 		if l.Turn == 0 {
 			l.Turn = cfg.Timeout
 		}
 		if l.Turn != cfg.Timeout {
-			return nil, fmt.Errorf("tooltimeout: TurnConfig.Layers[%d].Turn = %s: differs from TurnConfig.Timeout %s", i, l.Turn, cfg.Timeout)
+			return nil, bad(field+".Turn", l.Turn, fmt.Sprintf("differs from TurnConfig.Timeout %s", cfg.Timeout))
 		}
 		if err := l.Validate(); err != nil {
-			return nil, fmt.Errorf("TurnConfig.Layers[%d]: %w", i, err)
+			return nil, layersError(err, map[string]string{
+				"Layers.ToolTimeout": field + ".ToolTimeout", "Layers.Attempts": field + ".Attempts",
+				"Layers.Backoff": field + ".Backoff", "Layers.SubAgent": field + ".SubAgent",
+			}, field, cfg.Layers[i])
 		}
 	}
 	return &Turn{cfg: cfg}, nil
