@@ -1,6 +1,11 @@
 package agentbreaker
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
 
 // ConfigError reports one invalid configuration value: which package refused it, the
 // field, the value that was given and what is wrong with it. Every constructor in the
@@ -20,15 +25,30 @@ type ConfigError struct {
 // Unwrap returns Err.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Error formats the error as "package: Field = value: problem". An empty string value
-// is shown as "", so that a missing name reads as one.
+// Error formats the error as "package: Field = value: problem". A string value that is
+// empty, not valid UTF-8 or holds a character that does not print is shown quoted, so
+// that a missing name reads as one and a hostile one cannot break a log line.
 func (e *ConfigError) Error() string {
 	v := e.Value
-	if s, ok := v.(string); ok && s == "" {
-		v = `""`
+	if s, ok := v.(string); ok && (s == "" || !printable(s)) {
+		v = strconv.Quote(s)
 	}
 	if e.Package == "" {
 		return fmt.Sprintf("%s = %v: %s", e.Field, v, e.Problem)
 	}
 	return fmt.Sprintf("%s: %s = %v: %s", e.Package, e.Field, v, e.Problem)
+}
+
+// printable reports whether s is valid UTF-8 made only of printing characters and the
+// ASCII space.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
