@@ -3,6 +3,7 @@ package agentbreaker
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -26,11 +27,12 @@ type ConfigError struct {
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Error formats the error as "package: Field = value: problem". A string value that is
-// empty, not valid UTF-8 or holds a character that does not print is shown quoted, so
-// that a missing name reads as one and a hostile one cannot break a log line.
+// empty, starts or ends with a space, is not valid UTF-8 or holds a character that does
+// not print is shown quoted, so that a missing or blank name reads as one and a hostile
+// one cannot break a log line.
 func (e *ConfigError) Error() string {
 	v := e.Value
-	if s, ok := v.(string); ok && (s == "" || !printable(s)) {
+	if s, ok := v.(string); ok && (s == "" || strings.TrimSpace(s) != s || !printable(s)) {
 		v = strconv.Quote(s)
 	}
 	if e.Package == "" {
