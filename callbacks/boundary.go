@@ -131,7 +131,8 @@ func (r *Redaction) check() error {
 			return err
 		}
 		if p > ErrorTextWithheld {
-			return fmt.Errorf("callbacks: Config.Guidance.Redaction.ErrorText[%q] = %d: must be ErrorTextRedact, ErrorTextBounded, ErrorTextVerbatim or ErrorTextWithheld", tool, p)
+			return &ConfigError{Package: "callbacks", Field: fmt.Sprintf("Config.Guidance.Redaction.ErrorText[%q]", tool), Value: p,
+				Problem: "must be ErrorTextRedact, ErrorTextBounded, ErrorTextVerbatim or ErrorTextWithheld"}
 		}
 	}
 	if r.Redactor == nil {
