@@ -35,9 +35,9 @@ func (p *Probe) check(key string) error {
 	}
 	switch {
 	case p.URL == "" && p.Func == nil:
-		return bad(".URL", p.URL, "and Func = nil: set one of them")
+		return bad(".URL", p.URL, "Func is nil too: set one of them")
 	case p.URL != "" && p.Func != nil:
-		return bad(".URL", p.URL, "and Func are both set: set one of them")
+		return bad(".URL", p.URL, "Func is set too: set only one of them")
 	case p.Timeout < 0:
 		return bad(".Timeout", p.Timeout, "must not be negative")
 	}
