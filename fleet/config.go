@@ -121,7 +121,7 @@ func (c Config) validate() error {
 	}
 	switch {
 	case c.Addr == "" && c.Client == nil:
-		return bad("Addr", `""`, "exactly one of Addr (host:port of the Redis server) and Client (a redis.UniversalClient) is required; both are empty")
+		return bad("Addr", c.Addr, "exactly one of Addr (host:port of the Redis server) and Client (a redis.UniversalClient) is required; both are empty")
 	case c.Addr != "" && c.Client != nil:
 		return bad("Client", fmt.Sprintf("%T", c.Client), fmt.Sprintf("exactly one of Addr and Client is allowed; Addr is %q too", c.Addr))
 	case c.Client != nil && isNilPointer(c.Client):
@@ -134,7 +134,7 @@ func (c Config) validate() error {
 		}
 		switch {
 		case c.Username != "":
-			return onClient("Username", fmt.Sprintf("%q", c.Username))
+			return onClient("Username", c.Username)
 		case c.Password != "":
 			return onClient("Password", "(set)")
 		case c.DB != 0:
@@ -144,11 +144,11 @@ func (c Config) validate() error {
 		}
 	default:
 		if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
-			return bad("Addr", fmt.Sprintf("%q", c.Addr), "must be host:port")
+			return bad("Addr", c.Addr, "must be host:port")
 		}
 	}
 	if c.App == "" {
-		return bad("App", `""`, "is required: replicas of one agent share it")
+		return bad("App", c.App, "is required: replicas of one agent share it")
 	}
 	if err := redact.CheckName("App", c.App); err != nil {
 		return err

@@ -40,7 +40,7 @@ func (l Limits) WithDefaults(def Limits, pkg string, sentinel error) (Limits, er
 		l.DurationBuckets = def.DurationBuckets
 	}
 	if len(l.DurationBuckets) == 0 {
-		return bad("DurationBuckets", "[]", "must hold at least one bound")
+		return bad("DurationBuckets", l.DurationBuckets, "must hold at least one bound")
 	}
 	for i, b := range l.DurationBuckets {
 		if !(b > 0) || math.IsInf(b, 0) || (i > 0 && b <= l.DurationBuckets[i-1]) {
