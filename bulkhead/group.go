@@ -64,14 +64,14 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		}
 		b, err := g.newBulkhead(key, cfg.Limits[key])
 		if err != nil {
-			return nil, groupError(err, field)
+			return nil, groupError(err, key, field)
 		}
 		m[key] = b
 	}
 	if cfg.Default > 0 {
 		// Check the shared settings now rather than on the first call.
 		if _, err := g.newBulkhead("default", cfg.Default); err != nil {
-			return nil, groupError(err, "GroupConfig.Default")
+			return nil, groupError(err, "default", "GroupConfig.Default")
 		}
 	}
 	g.snap.Store(&m)
@@ -87,15 +87,16 @@ func MustNewGroup(cfg GroupConfig) *Group {
 	return g
 }
 
-// groupError names the GroupConfig field behind a bulkhead's *ConfigError: its
-// Config.Limit is limitField, its other fields are the group's settings of the same
-// name.
-func groupError(err error, limitField string) error {
+// groupError names the GroupConfig field behind the *ConfigError of the bulkhead
+// named key: its Config.Limit is limitField, its other fields are the group's settings
+// of the same name, shared by every bulkhead, so the problem drops the bulkhead's name.
+func groupError(err error, key, limitField string) error {
 	var ce *ConfigError
 	if !errors.As(err, &ce) {
 		return err
 	}
 	out := *ce
+	out.Problem = strings.TrimSuffix(out.Problem, " (bulkhead "+key+")")
 	if out.Field == "Config.Limit" {
 		out.Field = limitField
 	} else {
