@@ -93,15 +93,13 @@ func (e *FitError) Error() string { return ErrLayers.Error() + ": " + e.Detail }
 func (e *FitError) Unwrap() error { return ErrLayers }
 
 // layersError is err, from Layers.Validate, as a *ConfigError about the caller's own
-// fields: a Layers field is renamed by fields (field: Layers name to caller's name), a
-// *FitError is reported as field with the value v.
-func layersError(err error, fields map[string]string, field string, v any) error {
+// fields: a Layers field ("Layers.Attempts") is renamed by rename, a *FitError is
+// reported as field with the value v.
+func layersError(err error, rename func(layersField string) string, field string, v any) *ConfigError {
 	var ce *ConfigError
 	if errors.As(err, &ce) {
 		out := *ce
-		if f, ok := fields[ce.Field]; ok {
-			out.Field = f
-		}
+		out.Field = rename(ce.Field)
 		return &out
 	}
 	problem := err.Error()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/adk/v2/agent"
@@ -94,7 +95,8 @@ func NewTurn(cfg TurnConfig) (*Turn, error) {
 			continue
 		}
 		if err := (Layers{ToolTimeout: tt.Timeout(), Turn: cfg.Timeout}).Validate(); err != nil {
-			ce := layersError(err, nil, field, tt.Timeout()).(*ConfigError)
+			// A positive timeout and turn leave only the fit to fail.
+			ce := layersError(err, nil, field, tt.Timeout())
 			ce.Problem = fmt.Sprintf("tool %q against TurnConfig.Timeout %s: %s", t.Name(), cfg.Timeout, ce.Problem)
 			return nil, ce
 		}
@@ -108,10 +110,8 @@ func NewTurn(cfg TurnConfig) (*Turn, error) {
 			return nil, bad(field+".Turn", l.Turn, fmt.Sprintf("differs from TurnConfig.Timeout %s", cfg.Timeout))
 		}
 		if err := l.Validate(); err != nil {
-			return nil, layersError(err, map[string]string{
-				"Layers.ToolTimeout": field + ".ToolTimeout", "Layers.Attempts": field + ".Attempts",
-				"Layers.Backoff": field + ".Backoff", "Layers.SubAgent": field + ".SubAgent",
-			}, field, cfg.Layers[i])
+			rename := func(f string) string { return field + strings.TrimPrefix(f, "Layers") }
+			return nil, layersError(err, rename, field, cfg.Layers[i])
 		}
 	}
 	return &Turn{cfg: cfg}, nil

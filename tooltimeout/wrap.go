@@ -103,7 +103,7 @@ func Wrap(t tool.Tool, cfg Config) (*Tool, error) {
 	if cfg.Attempts != 0 || cfg.Backoff != 0 || cfg.SubAgentBudget != 0 || cfg.TurnBudget != 0 {
 		l := Layers{ToolTimeout: cfg.Timeout, Attempts: cfg.Attempts, Backoff: cfg.Backoff, SubAgent: cfg.SubAgentBudget, Turn: cfg.TurnBudget}
 		if err := l.Validate(); err != nil {
-			return nil, layersError(err, wrapFields, "Config.Timeout", cfg.Timeout)
+			return nil, layersError(err, func(f string) string { return wrapFields[f] }, "Config.Timeout", cfg.Timeout)
 		}
 	}
 	return &Tool{inner: ft, timeout: cfg.Timeout, onAbandon: cfg.OnAbandon}, nil
