@@ -13,6 +13,7 @@ import (
 	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/internal/configerr"
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
@@ -84,10 +85,10 @@ func New(cfg Config) (*Map, error) {
 		return nil, bad("Unannotated", cfg.Unannotated, fmt.Sprintf("must be own_key, shared or exempt, not %d", cfg.Unannotated))
 	}
 	if err := checkPolicy(merge(DefaultToolPolicy, cfg.Default)); err != nil {
-		return nil, within(err, "Policy.", "Default.")
+		return nil, configerr.Relabel(err, "dependencymap", "Policy.", "Default.")
 	}
 	if err := checkPolicy(merge(DefaultModelPolicy, cfg.ModelDefault)); err != nil {
-		return nil, within(err, "Policy.", "ModelDefault.")
+		return nil, configerr.Relabel(err, "dependencymap", "Policy.", "ModelDefault.")
 	}
 	if d := cfg.MaxProbeInterval; d != 0 && (d < 10*time.Millisecond || d > time.Hour) {
 		return nil, bad("MaxProbeInterval", d, "must be 0 (the default) or between 10ms and 1h")
@@ -118,7 +119,7 @@ func New(cfg Config) (*Map, error) {
 		}
 		b, err := m.newBreaker(key, merge(m.toolDefault, dep.Policy), fmt.Sprintf("dependency %q", key))
 		if err != nil {
-			return nil, within(err, "Policy.", field+".Policy.")
+			return nil, configerr.Relabel(err, "dependencymap", "Policy.", field+".Policy.")
 		}
 		s.keys[key] = b
 		if dep.Probe != nil {
@@ -127,10 +128,10 @@ func New(cfg Config) (*Map, error) {
 			}
 		}
 		if err := m.addThrottle(key, dep); err != nil {
-			return nil, within(err, "", field+".Throttle.")
+			return nil, configerr.Relabel(err, "dependencymap", "", field+".Throttle.")
 		}
 		if err := m.addLimiter(key, dep.Adaptive, fmt.Sprintf("dependency %q", key)); err != nil {
-			return nil, within(err, "", field+".Adaptive.")
+			return nil, configerr.Relabel(err, "dependencymap", "", field+".Adaptive.")
 		}
 		for i, tool := range dep.Tools {
 			tf := fmt.Sprintf("%s.Tools[%d]", field, i)
@@ -160,7 +161,7 @@ func New(cfg Config) (*Map, error) {
 		if _, ok := s.keys[cfg.UnannotatedKey]; !ok {
 			b, err := m.newBreaker(cfg.UnannotatedKey, m.toolDefault, "unannotated tools")
 			if err != nil {
-				return nil, within(err, "Policy.", "Default.")
+				return nil, configerr.Relabel(err, "dependencymap", "Policy.", "Default.")
 			}
 			s.keys[cfg.UnannotatedKey] = b
 		}
@@ -176,11 +177,11 @@ func New(cfg Config) (*Map, error) {
 		}
 		b, err := m.newBreaker(key, merge(merge(DefaultModelPolicy, cfg.ModelDefault), me.Policy), fmt.Sprintf("model endpoint %q", key))
 		if err != nil {
-			return nil, within(err, "Policy.", field+".Policy.")
+			return nil, configerr.Relabel(err, "dependencymap", "Policy.", field+".Policy.")
 		}
 		s.models[key] = b
 		if err := m.addLimiter(key, me.Adaptive, fmt.Sprintf("Models[%d] (%s)", i, key)); err != nil {
-			return nil, within(err, "", field+".Adaptive.")
+			return nil, configerr.Relabel(err, "dependencymap", "", field+".Adaptive.")
 		}
 	}
 	m.snap.Store(s)
@@ -197,24 +198,6 @@ func MustNew(cfg Config) *Map {
 }
 
 func checkPolicy(p breaker.Policy) error { return p.WithDefaults().Validate() }
-
-// within is err, a *ConfigError from the package that refused a part of Config (a
-// breaker's policy, a throttle, an adaptive limit, a name), as this package's, its
-// field named by its place in Config: a leading from is replaced with to
-// ("Policy.Window" within Dependencies["crm"] is Dependencies["crm"].Policy.Window).
-// An error that is not a *ConfigError is returned as it is.
-func within(err error, from, to string) error {
-	var ce *ConfigError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	out := *ce
-	out.Package = "dependencymap"
-	if rest, ok := strings.CutPrefix(ce.Field, from); ok {
-		out.Field = to + rest
-	}
-	return &out
-}
 
 func (m *Map) newBreaker(name string, p breaker.Policy, what string) (*breaker.Breaker, error) {
 	if p.Version == "" {
@@ -475,7 +458,7 @@ func checkNames(cfg Config) error {
 			return nil
 		}
 		if err := redact.CheckName(field, v); err != nil {
-			return within(err, "", "")
+			return configerr.Relabel(err, "dependencymap", "", "")
 		}
 		return nil
 	}
