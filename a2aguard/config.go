@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/internal/configerr"
 	"github.com/agentbreaker/agentbreaker/redact"
 )
 
@@ -88,11 +89,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.Agent.AgentCard == nil && cfg.Agent.AgentCardProvider == nil:
 		return cfg, bad("Config.Agent.AgentCard", "nil", "Config.Agent.AgentCardProvider is nil too: one of them is required")
 	}
-	if err := redact.CheckName("a2aguard: Config.Dependency", cfg.Dependency); err != nil {
-		return cfg, err
+	if err := redact.CheckName("Config.Dependency", cfg.Dependency); err != nil {
+		return cfg, configerr.Relabel(err, "a2aguard", "", "")
 	}
-	if err := redact.CheckName("a2aguard: Config.Agent.Name", cfg.Agent.Name); err != nil {
-		return cfg, err
+	if err := redact.CheckName("Config.Agent.Name", cfg.Agent.Name); err != nil {
+		return cfg, configerr.Relabel(err, "a2aguard", "", "")
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbreaker/agentbreaker"
+	"github.com/agentbreaker/agentbreaker/internal/configerr"
 	"github.com/agentbreaker/agentbreaker/redact"
 )
 
@@ -151,14 +152,14 @@ func (c Config) validate() error {
 		return bad("App", c.App, "is required: replicas of one agent share it")
 	}
 	if err := redact.CheckName("App", c.App); err != nil {
-		return err
+		return configerr.Relabel(err, "fleet", "", "")
 	}
 	if err := redact.CheckName("Prefix", c.Prefix); err != nil {
-		return err
+		return configerr.Relabel(err, "fleet", "", "")
 	}
 	if c.Replica != "" {
 		if err := redact.CheckName("Replica", c.Replica); err != nil {
-			return err
+			return configerr.Relabel(err, "fleet", "", "")
 		}
 	}
 	switch {
