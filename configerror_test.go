@@ -99,6 +99,15 @@ func TestEveryConstructorReturnsConfigError(t *testing.T) {
 			wantPkg: "a2aguard", wantField: "Config.Timeout", wantValue: 2 * time.Hour,
 		},
 		{
+			name: "a2aguard.New, a name",
+			call: func() error {
+				_, err := a2aguard.New(a2aguard.Config{Dependency: "bill\ning", Callbacks: cb,
+					Agent: remoteagent.A2AConfig{Name: "billing-agent", AgentCard: &a2a.AgentCard{}}})
+				return err
+			},
+			wantPkg: "a2aguard", wantField: "Config.Dependency", wantValue: "bill\ning",
+		},
+		{
 			name:    "adaptivelimit.New",
 			call:    func() error { _, err := adaptivelimit.New(adaptivelimit.Config{MaxLimit: -1}); return err },
 			wantPkg: "adaptivelimit", wantField: "MaxLimit", wantValue: -1,
@@ -188,6 +197,15 @@ func TestEveryConstructorReturnsConfigError(t *testing.T) {
 				return err
 			},
 			wantPkg: "dependencymap", wantField: "MaxProbeInterval", wantValue: time.Millisecond,
+		},
+		{
+			name: "dependencymap.New, a dependency's policy",
+			call: func() error {
+				_, err := dependencymap.New(dependencymap.Config{Dependencies: map[string]dependencymap.Dependency{
+					"crm": {Policy: breaker.Policy{Window: 2 * time.Hour}}}})
+				return err
+			},
+			wantPkg: "dependencymap", wantField: `Dependencies["crm"].Policy.Window`, wantValue: 2 * time.Hour,
 		},
 		{
 			name:    "depfile.Load",
