@@ -1,14 +1,15 @@
 package a2aguard
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	remoteagent "google.golang.org/adk/v2/agent/remoteagent/v2"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/internal/configerr"
 	"github.com/agentbreaker/agentbreaker/redact"
 )
 
@@ -27,6 +28,9 @@ const (
 	maxTimeout         = time.Hour
 	maxAnswer          = 512 // bytes of the remote's own words passed on, as for tools
 )
+
+// ConfigError is the error New returns for an invalid value.
+type ConfigError = agentbreaker.ConfigError
 
 // Config configures [New].
 type Config struct {
@@ -67,27 +71,30 @@ type Config struct {
 }
 
 func (cfg Config) withDefaults() (Config, error) {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "a2aguard", Field: field, Value: v, Problem: problem}
+	}
 	switch {
 	case cfg.Dependency == "":
-		return cfg, errors.New(`a2aguard: Config.Dependency = "": required`)
+		return cfg, bad("Config.Dependency", cfg.Dependency, "required")
 	case cfg.Callbacks == nil:
-		return cfg, errors.New("a2aguard: Config.Callbacks = nil: required (the agentbreaker plugin of the runner)")
+		return cfg, bad("Config.Callbacks", "nil", "required (the agentbreaker plugin of the runner)")
 	case cfg.Agent.Name == "":
-		return cfg, errors.New(`a2aguard: Config.Agent.Name = "": required (the remote agent's name; the root transfers to it by name)`)
+		return cfg, bad("Config.Agent.Name", cfg.Agent.Name, "required (the remote agent's name; the root transfers to it by name)")
 	case cfg.Agent.AgentCard == nil && cfg.Agent.AgentCardProvider == nil:
-		return cfg, errors.New("a2aguard: Config.Agent.AgentCard = nil and Config.Agent.AgentCardProvider = nil: one is required")
+		return cfg, bad("Config.Agent.AgentCard", "nil", "Config.Agent.AgentCardProvider is nil too: one of them is required")
 	}
-	if err := redact.CheckName("a2aguard: Config.Dependency", cfg.Dependency); err != nil {
-		return cfg, err
+	if err := redact.CheckName("Config.Dependency", cfg.Dependency); err != nil {
+		return cfg, configerr.Relabel(err, "a2aguard", "", "")
 	}
-	if err := redact.CheckName("a2aguard: Config.Agent.Name", cfg.Agent.Name); err != nil {
-		return cfg, err
+	if err := redact.CheckName("Config.Agent.Name", cfg.Agent.Name); err != nil {
+		return cfg, configerr.Relabel(err, "a2aguard", "", "")
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Timeout > maxTimeout {
-		return cfg, fmt.Errorf("a2aguard: Config.Timeout = %s: must be at most 1h (0 for the default, %s; negative for none)", cfg.Timeout, DefaultTimeout)
+		return cfg, bad("Config.Timeout", cfg.Timeout, "must be at most 1h (0 for the default, "+DefaultTimeout.String()+"; negative for none)")
 	}
 	switch {
 	case cfg.TurnReserve == 0:
@@ -95,7 +102,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.TurnReserve < 0:
 		cfg.TurnReserve = 0
 	case cfg.TurnReserve > 0.9 || cfg.TurnReserve != cfg.TurnReserve: // NaN too
-		return cfg, fmt.Errorf("a2aguard: Config.TurnReserve = %g: must be at most 0.9 (0 for the default, %g; negative for none)", cfg.TurnReserve, DefaultTurnReserve)
+		return cfg, bad("Config.TurnReserve", cfg.TurnReserve, fmt.Sprintf("must be at most 0.9 (0 for the default, %g; negative for none)", DefaultTurnReserve))
 	}
 	return cfg, nil
 }

@@ -41,7 +41,7 @@ var _ http.Handler = (*Handler)(nil)
 func New(cfg Config) (*Handler, error) {
 	switch {
 	case cfg.Token == "":
-		return nil, &ConfigError{Package: "admin", Field: "Token", Value: `""`, Problem: "is required: the admin endpoint has no default token", Err: ErrConfig}
+		return nil, &ConfigError{Package: "admin", Field: "Token", Value: cfg.Token, Problem: "is required: the admin endpoint has no default token", Err: ErrConfig}
 	case len(cfg.Token) < MinTokenLength:
 		return nil, &ConfigError{Package: "admin", Field: "Token", Value: fmt.Sprintf("<%d bytes>", len(cfg.Token)), Problem: fmt.Sprintf("must be at least %d bytes", MinTokenLength), Err: ErrConfig}
 	case strings.TrimSpace(cfg.Token) != cfg.Token || strings.ContainsAny(cfg.Token, " \t\r\n"):

@@ -102,7 +102,7 @@ type lease struct {
 // New returns a breaker, or a *ConfigError naming the first invalid field.
 func New(cfg Config) (*Breaker, error) {
 	if cfg.Name == "" {
-		return nil, &ConfigError{Package: "breaker", Field: "Name", Value: `""`, Problem: "is required"}
+		return nil, &ConfigError{Package: "breaker", Field: "Name", Value: cfg.Name, Problem: "is required"}
 	}
 	p := cfg.Policy.WithDefaults()
 	if err := p.Validate(); err != nil {

@@ -24,15 +24,18 @@ func TestModelRejectsAmbiguousSteps(t *testing.T) {
 		step    breakertest.Step
 		wantErr string
 	}{
-		{"empty", breakertest.Step{}, "Steps[0]: 0 of Response, Err and Func are set"},
+		{"empty", breakertest.Step{}, "0 of Response, Err and Func are set"},
 		{"two", breakertest.Step{Err: errors.New("x"), Func: func(breakertest.Request) breakertest.Step { return breakertest.Text("y") }},
-			"Steps[0]: 2 of Response, Err and Func are set"},
+			"2 of Response, Err and Func are set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := breakertest.NewModel(breakertest.ModelConfig{Steps: []breakertest.Step{tt.step}})
 			require.ErrorContains(t, err, tt.wantErr)
+			var ce *breakertest.ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, "ModelConfig.Steps[0]", ce.Field)
 		})
 	}
 }
@@ -65,7 +68,7 @@ func TestModelAnswersInOrderThenFailsLoudly(t *testing.T) {
 func TestModelRepeat(t *testing.T) {
 	t.Parallel()
 	_, err := breakertest.NewModel(breakertest.ModelConfig{Repeat: true})
-	require.ErrorContains(t, err, "Repeat needs Steps")
+	require.ErrorContains(t, err, "ModelConfig.Repeat = true: needs Steps and no Then")
 	m := breakertest.MustNewModel(breakertest.ModelConfig{Repeat: true, DiscardRequests: true,
 		Steps: []breakertest.Step{breakertest.Text("a"), breakertest.Text("b")}})
 	var got []string

@@ -2,7 +2,6 @@ package breakertest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -41,7 +40,7 @@ type Harness struct {
 // NewHarness builds the runner.
 func NewHarness(cfg HarnessConfig) (*Harness, error) {
 	if cfg.Agent == nil {
-		return nil, errors.New("breakertest: HarnessConfig.Agent = nil: required")
+		return nil, &ConfigError{Package: "breakertest", Field: "HarnessConfig.Agent", Value: "nil", Problem: "required"}
 	}
 	if cfg.AppName == "" {
 		cfg.AppName = "breakertest"

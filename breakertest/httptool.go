@@ -1,8 +1,6 @@
 package breakertest
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -50,10 +48,10 @@ type HTTPArgs struct {
 // {"status": "ok", "body": "..."}.
 func NewHTTPTool(cfg HTTPToolConfig) (tool.Tool, error) {
 	if cfg.Name == "" {
-		return nil, errors.New(`breakertest: HTTPToolConfig.Name = "": required`)
+		return nil, &ConfigError{Package: "breakertest", Field: "HTTPToolConfig.Name", Value: cfg.Name, Problem: "required"}
 	}
 	if _, err := url.Parse(cfg.URL); err != nil || cfg.URL == "" {
-		return nil, fmt.Errorf("breakertest: HTTPToolConfig.URL = %q: want an absolute URL", cfg.URL)
+		return nil, &ConfigError{Package: "breakertest", Field: "HTTPToolConfig.URL", Value: cfg.URL, Problem: "want an absolute URL"}
 	}
 	if cfg.Description == "" {
 		cfg.Description = "Looks up " + cfg.Name + "."

@@ -10,7 +10,13 @@ import (
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
+
+	"github.com/agentbreaker/agentbreaker"
 )
+
+// ConfigError is the error NewModel, NewHarness and NewHTTPTool return for an invalid
+// value.
+type ConfigError = agentbreaker.ConfigError
 
 // ErrScriptExhausted is returned by a [Model] asked for more answers than its script
 // holds and with no ModelConfig.Then to fall back on.
@@ -62,11 +68,12 @@ func NewModel(cfg ModelConfig) (*Model, error) {
 		cfg.Name = "scripted-model"
 	}
 	if cfg.Repeat && (len(cfg.Steps) == 0 || cfg.Then != nil) {
-		return nil, errors.New("breakertest: ModelConfig.Repeat needs Steps and no Then")
+		return nil, &ConfigError{Package: "breakertest", Field: "ModelConfig.Repeat", Value: cfg.Repeat, Problem: "needs Steps and no Then"}
 	}
 	for i, s := range cfg.Steps {
 		if n := s.set(); n != 1 {
-			return nil, fmt.Errorf("breakertest: ModelConfig.Steps[%d]: %d of Response, Err and Func are set, want exactly 1", i, n)
+			return nil, &ConfigError{Package: "breakertest", Field: fmt.Sprintf("ModelConfig.Steps[%d]", i), Value: s,
+				Problem: fmt.Sprintf("%d of Response, Err and Func are set, want exactly 1", n)}
 		}
 	}
 	cfg.Steps = slices.Clone(cfg.Steps)

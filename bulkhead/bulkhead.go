@@ -7,8 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 )
+
+// ConfigError is the error New and NewGroup return for an invalid value.
+type ConfigError = agentbreaker.ConfigError
 
 // ErrFull is the sentinel every rejection unwraps to.
 var ErrFull = errors.New("bulkhead: full")
@@ -74,25 +78,28 @@ type Bulkhead struct {
 	reported    bool
 }
 
-// New returns a bulkhead, or an error naming the invalid field and value.
+// New returns a bulkhead, or a *ConfigError naming the invalid field and value.
 func New(cfg Config) (*Bulkhead, error) {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "bulkhead", Field: field, Value: v, Problem: problem}
+	}
 	if cfg.Name == "" {
-		return nil, errors.New(`bulkhead: Config.Name = "": required`)
+		return nil, bad("Config.Name", cfg.Name, "required")
 	}
 	if cfg.Limit < 1 || cfg.Limit > 1_000_000 {
-		return nil, fmt.Errorf("bulkhead: %s: Config.Limit = %d: must be between 1 and 1000000", cfg.Name, cfg.Limit)
+		return nil, bad("Config.Limit", cfg.Limit, "must be between 1 and 1000000 (bulkhead "+cfg.Name+")")
 	}
 	if cfg.SustainedRejections == 0 {
 		cfg.SustainedRejections = 10
 	}
 	if cfg.SustainedRejections < 1 {
-		return nil, fmt.Errorf("bulkhead: %s: Config.SustainedRejections = %d: must be positive", cfg.Name, cfg.SustainedRejections)
+		return nil, bad("Config.SustainedRejections", cfg.SustainedRejections, "must be positive (bulkhead "+cfg.Name+")")
 	}
 	if cfg.SustainedWindow == 0 {
 		cfg.SustainedWindow = time.Minute
 	}
 	if cfg.SustainedWindow < time.Second || cfg.SustainedWindow > time.Hour {
-		return nil, fmt.Errorf("bulkhead: %s: Config.SustainedWindow = %s: must be between 1s and 1h", cfg.Name, cfg.SustainedWindow)
+		return nil, bad("Config.SustainedWindow", cfg.SustainedWindow, "must be between 1s and 1h (bulkhead "+cfg.Name+")")
 	}
 	return &Bulkhead{
 		name:      cfg.Name,

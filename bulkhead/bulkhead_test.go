@@ -23,7 +23,7 @@ func TestConfigErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"no name", bulkhead.Config{Limit: 1}, `bulkhead: Config.Name = "": required`},
-		{"zero limit", bulkhead.Config{Name: "crm"}, "bulkhead: crm: Config.Limit = 0: must be between 1 and 1000000"},
+		{"zero limit", bulkhead.Config{Name: "crm"}, "bulkhead: Config.Limit = 0: must be between 1 and 1000000 (bulkhead crm)"},
 		{"huge limit", bulkhead.Config{Name: "crm", Limit: 2_000_000}, "Config.Limit = 2000000"},
 		{"negative sustained", bulkhead.Config{Name: "crm", Limit: 1, SustainedRejections: -1}, "Config.SustainedRejections = -1"},
 		{"tiny window", bulkhead.Config{Name: "crm", Limit: 1, SustainedWindow: time.Millisecond}, "Config.SustainedWindow = 1ms: must be between 1s and 1h"},
@@ -154,11 +154,11 @@ func TestGroupConfigErrors(t *testing.T) {
 		cfg     bulkhead.GroupConfig
 		wantErr string
 	}{
-		{"bad limit", bulkhead.GroupConfig{Limits: map[string]int{"crm": 0}}, `bulkhead: GroupConfig.Limits["crm"]: bulkhead: crm: Config.Limit = 0`},
-		{"empty key", bulkhead.GroupConfig{Limits: map[string]int{"": 3}}, `GroupConfig.Limits[""]: dependency key is empty`},
+		{"bad limit", bulkhead.GroupConfig{Limits: map[string]int{"crm": 0}}, `bulkhead: GroupConfig.Limits["crm"] = 0: must be between 1 and 1000000`},
+		{"empty key", bulkhead.GroupConfig{Limits: map[string]int{"": 3}}, `GroupConfig.Limits[""] = 3: dependency key is empty`},
 		{"negative default", bulkhead.GroupConfig{Default: -1}, "GroupConfig.Default = -1"},
 		{"negative cap", bulkhead.GroupConfig{MaxBulkheads: -1}, "GroupConfig.MaxBulkheads = -1"},
-		{"bad window", bulkhead.GroupConfig{Default: 3, SustainedWindow: 2 * time.Hour}, "GroupConfig.Default: bulkhead: default: Config.SustainedWindow = 2h0m0s"},
+		{"bad window", bulkhead.GroupConfig{Default: 3, SustainedWindow: 2 * time.Hour}, "bulkhead: GroupConfig.SustainedWindow = 2h0m0s: must be between 1s and 1h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,34 +43,35 @@ type Group struct {
 	onDemand int
 }
 
-// NewGroup builds the configured bulkheads, or returns an error naming the dependency,
-// the field and the value.
+// NewGroup builds the configured bulkheads, or returns a *ConfigError naming the
+// field (with the dependency key) and the value.
 func NewGroup(cfg GroupConfig) (*Group, error) {
 	if cfg.Default < 0 {
-		return nil, fmt.Errorf("bulkhead: GroupConfig.Default = %d: must be 0 (unlimited) or positive", cfg.Default)
+		return nil, &ConfigError{Package: "bulkhead", Field: "GroupConfig.Default", Value: cfg.Default, Problem: "must be 0 (unlimited) or positive"}
 	}
 	if cfg.MaxBulkheads == 0 {
 		cfg.MaxBulkheads = 1000
 	}
 	if cfg.MaxBulkheads < 0 {
-		return nil, fmt.Errorf("bulkhead: GroupConfig.MaxBulkheads = %d: must be positive", cfg.MaxBulkheads)
+		return nil, &ConfigError{Package: "bulkhead", Field: "GroupConfig.MaxBulkheads", Value: cfg.MaxBulkheads, Problem: "must be positive"}
 	}
 	g := &Group{cfg: cfg}
 	m := make(map[string]*Bulkhead, len(cfg.Limits))
 	for _, key := range slices.Sorted(maps.Keys(cfg.Limits)) {
+		field := fmt.Sprintf("GroupConfig.Limits[%q]", key)
 		if key == "" {
-			return nil, errors.New(`bulkhead: GroupConfig.Limits[""]: dependency key is empty`)
+			return nil, &ConfigError{Package: "bulkhead", Field: field, Value: cfg.Limits[key], Problem: "dependency key is empty"}
 		}
 		b, err := g.newBulkhead(key, cfg.Limits[key])
 		if err != nil {
-			return nil, fmt.Errorf("bulkhead: GroupConfig.Limits[%q]: %w", key, err)
+			return nil, groupError(err, key, field)
 		}
 		m[key] = b
 	}
 	if cfg.Default > 0 {
 		// Check the shared settings now rather than on the first call.
 		if _, err := g.newBulkhead("default", cfg.Default); err != nil {
-			return nil, fmt.Errorf("bulkhead: GroupConfig.Default: %w", err)
+			return nil, groupError(err, "default", "GroupConfig.Default")
 		}
 	}
 	g.snap.Store(&m)
@@ -84,6 +85,24 @@ func MustNewGroup(cfg GroupConfig) *Group {
 		panic(err)
 	}
 	return g
+}
+
+// groupError names the GroupConfig field behind the *ConfigError of the bulkhead
+// named key: its Config.Limit is limitField, its other fields are the group's settings
+// of the same name, shared by every bulkhead, so the problem drops the bulkhead's name.
+func groupError(err error, key, limitField string) error {
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	out := *ce
+	out.Problem = strings.TrimSuffix(out.Problem, " (bulkhead "+key+")")
+	if out.Field == "Config.Limit" {
+		out.Field = limitField
+	} else {
+		out.Field = "Group" + out.Field
+	}
+	return &out
 }
 
 func (g *Group) newBulkhead(key string, limit int) (*Bulkhead, error) {

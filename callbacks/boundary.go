@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/configerr"
 	"github.com/agentbreaker/agentbreaker/payloads"
 	"github.com/agentbreaker/agentbreaker/redact"
 )
@@ -97,28 +98,28 @@ type Redaction struct {
 // payloads. It fills in the Redaction's defaults.
 func (cfg *Config) checkText() error {
 	for i, t := range cfg.SideEffects.MutatingTools {
-		if err := redact.CheckName(fmt.Sprintf("callbacks: Config.SideEffects.MutatingTools[%d]", i), t); err != nil {
-			return err
+		if err := redact.CheckName(fmt.Sprintf("Config.SideEffects.MutatingTools[%d]", i), t); err != nil {
+			return configerr.Relabel(err, "callbacks", "", "")
 		}
 	}
 	for i, t := range cfg.ExemptTools {
-		if err := redact.CheckName(fmt.Sprintf("callbacks: Config.ExemptTools[%d]", i), t); err != nil {
-			return err
+		if err := redact.CheckName(fmt.Sprintf("Config.ExemptTools[%d]", i), t); err != nil {
+			return configerr.Relabel(err, "callbacks", "", "")
 		}
 	}
 	for tool, alts := range cfg.Guidance.Alternatives {
-		if err := redact.CheckName("callbacks: Config.Guidance.Alternatives key", tool); err != nil {
-			return err
+		if err := redact.CheckName("Config.Guidance.Alternatives key", tool); err != nil {
+			return configerr.Relabel(err, "callbacks", "", "")
 		}
 		for i, a := range alts {
-			if err := redact.CheckName(fmt.Sprintf("callbacks: Config.Guidance.Alternatives[%q][%d]", tool, i), a); err != nil {
-				return err
+			if err := redact.CheckName(fmt.Sprintf("Config.Guidance.Alternatives[%q][%d]", tool, i), a); err != nil {
+				return configerr.Relabel(err, "callbacks", "", "")
 			}
 		}
 	}
 	for tool := range cfg.SideEffects.QueueTools {
-		if err := redact.CheckName("callbacks: Config.SideEffects.QueueTools key", tool); err != nil {
-			return err
+		if err := redact.CheckName("Config.SideEffects.QueueTools key", tool); err != nil {
+			return configerr.Relabel(err, "callbacks", "", "")
 		}
 	}
 	return cfg.Guidance.Redaction.check()
@@ -127,11 +128,12 @@ func (cfg *Config) checkText() error {
 // check validates r and fills in its defaults.
 func (r *Redaction) check() error {
 	for tool, p := range r.ErrorText {
-		if err := redact.CheckName("callbacks: Config.Guidance.Redaction.ErrorText key", tool); err != nil {
-			return err
+		if err := redact.CheckName("Config.Guidance.Redaction.ErrorText key", tool); err != nil {
+			return configerr.Relabel(err, "callbacks", "", "")
 		}
 		if p > ErrorTextWithheld {
-			return fmt.Errorf("callbacks: Config.Guidance.Redaction.ErrorText[%q] = %d: must be ErrorTextRedact, ErrorTextBounded, ErrorTextVerbatim or ErrorTextWithheld", tool, p)
+			return &ConfigError{Package: "callbacks", Field: fmt.Sprintf("Config.Guidance.Redaction.ErrorText[%q]", tool), Value: p,
+				Problem: "must be ErrorTextRedact, ErrorTextBounded, ErrorTextVerbatim or ErrorTextWithheld"}
 		}
 	}
 	if r.Redactor == nil {

@@ -181,7 +181,7 @@ func TestBoundaryConfigIsChecked(t *testing.T) {
 	_, err := callbacks.New(callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"bad\xff": callbacks.ErrorTextRedact}}}})
 	require.ErrorContains(t, err, "not valid UTF-8")
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Redaction: callbacks.Redaction{ErrorText: map[string]callbacks.ErrorText{"lookup": 9}}}})
-	require.ErrorContains(t, err, `Config.Guidance.Redaction.ErrorText["lookup"] = 9`)
+	require.ErrorContains(t, err, `Config.Guidance.Redaction.ErrorText["lookup"] = ErrorText(9)`)
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{MutatingTools: []string{"charge\x1b[2J"}}})
 	require.ErrorContains(t, err, `callbacks: Config.SideEffects.MutatingTools[0] = "charge\x1b[2J": holds the control or format character '\x1b'`)
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Alternatives: map[string][]string{"a": {strings.Repeat("x", 200)}}}})

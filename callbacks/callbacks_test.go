@@ -31,7 +31,7 @@ func TestConfigErrors(t *testing.T) {
 		cfg     callbacks.Config
 		wantErr string
 	}{
-		{"no map", callbacks.Config{}, "callbacks: Config.Dependencies is nil: required"},
+		{"no map", callbacks.Config{}, "callbacks: Config.Dependencies = nil: required"},
 		{"idle too short", callbacks.Config{Dependencies: deps, IdleInvocationTimeout: time.Second}, "callbacks: Config.IdleInvocationTimeout = 1s: must be between 1m and 24h"},
 		{"nil classifier", callbacks.Config{Dependencies: deps, Classifiers: map[string]*classify.Classifier{"crm": nil}}, `callbacks: Config.Classifiers["crm"] = nil`},
 		{"empty alternative", callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Alternatives: map[string][]string{"a": {""}}}}, `callbacks: Config.Guidance.Alternatives["a"][0] = "": tool name is empty`},
@@ -40,7 +40,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative bulkhead", callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Default: -1}}, "callbacks: Config.Bulkheads.Default = -1"},
 		{"bad bulkhead", callbacks.Config{Dependencies: deps, Bulkheads: callbacks.Bulkheads{Limits: map[string]int{"crm": 0}}}, `callbacks: Config.Bulkheads: bulkhead: GroupConfig.Limits["crm"]`},
 		{"bad loop guard", callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{LoopGuard: loopguard.Config{FirmAfter: -1}}}, "callbacks: Config.Guidance.LoopGuard: loopguard: Config.FirmAfter = -1"},
-		{"blank docstring", callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Docstring: "  "}}, "callbacks: Config.Guidance.Docstring is blank"},
+		{"blank docstring", callbacks.Config{Dependencies: deps, Guidance: callbacks.Guidance{Docstring: "  "}}, `callbacks: Config.Guidance.Docstring = "  ": is blank`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/admission"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
@@ -22,8 +23,12 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 )
 
-// ErrNoDependencies is returned by New when Config.Dependencies is nil.
+// ErrNoDependencies is what the *ConfigError New returns unwraps to when
+// Config.Dependencies is nil.
 var ErrNoDependencies = errors.New("callbacks: Config.Dependencies is nil: required")
+
+// ConfigError is the error New returns for an invalid value.
+type ConfigError = agentbreaker.ConfigError
 
 // ModelCallbacks are model callbacks from another package (model failover) to bundle
 // into the same plugin and the same agent instrumentation, after agentbreaker's own.
@@ -238,8 +243,11 @@ type Observability struct {
 
 // withDefaults fills in defaults and checks every field.
 func (cfg Config) withDefaults() (Config, error) {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "callbacks", Field: field, Value: v, Problem: problem}
+	}
 	if cfg.Dependencies == nil {
-		return cfg, ErrNoDependencies
+		return cfg, &ConfigError{Package: "callbacks", Field: "Config.Dependencies", Value: "nil", Problem: "required", Err: ErrNoDependencies}
 	}
 	if cfg.Name == "" {
 		cfg.Name = "agentbreaker"
@@ -251,59 +259,59 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.IdleInvocationTimeout = 30 * time.Minute
 	}
 	if cfg.IdleInvocationTimeout < time.Minute || cfg.IdleInvocationTimeout > 24*time.Hour {
-		return cfg, fmt.Errorf("callbacks: Config.IdleInvocationTimeout = %s: must be between 1m and 24h", cfg.IdleInvocationTimeout)
+		return cfg, bad("Config.IdleInvocationTimeout", cfg.IdleInvocationTimeout, "must be between 1m and 24h")
 	}
 	for key, c := range cfg.Classifiers {
 		if c == nil {
-			return cfg, fmt.Errorf("callbacks: Config.Classifiers[%q] = nil: remove the entry or give a classifier", key)
+			return cfg, bad(fmt.Sprintf("Config.Classifiers[%q]", key), "nil", "remove the entry or give a classifier")
 		}
 	}
 	for tool, alts := range cfg.Guidance.Alternatives {
 		for i, a := range alts {
 			if a == "" {
-				return cfg, fmt.Errorf(`callbacks: Config.Guidance.Alternatives[%q][%d] = "": tool name is empty`, tool, i)
+				return cfg, bad(fmt.Sprintf("Config.Guidance.Alternatives[%q][%d]", tool, i), a, "tool name is empty")
 			}
 		}
 	}
 	for i, t := range cfg.SideEffects.MutatingTools {
 		if t == "" {
-			return cfg, fmt.Errorf(`callbacks: Config.SideEffects.MutatingTools[%d] = "": tool name is empty`, i)
+			return cfg, bad(fmt.Sprintf("Config.SideEffects.MutatingTools[%d]", i), t, "tool name is empty")
 		}
 	}
 	for i, t := range cfg.ExemptTools {
 		if t == "" {
-			return cfg, fmt.Errorf(`callbacks: Config.ExemptTools[%d] = "": tool name is empty`, i)
+			return cfg, bad(fmt.Sprintf("Config.ExemptTools[%d]", i), t, "tool name is empty")
 		}
 	}
 	for tool, qt := range cfg.SideEffects.QueueTools {
 		switch {
 		case tool == "":
-			return cfg, errors.New(`callbacks: Config.SideEffects.QueueTools[""]: tool name is empty`)
+			return cfg, bad("Config.SideEffects.QueueTools key", tool, "tool name is empty")
 		case qt.MaxWait <= 0:
-			return cfg, fmt.Errorf("callbacks: Config.SideEffects.QueueTools[%q].MaxWait = %s: must be more than zero", tool, qt.MaxWait)
+			return cfg, bad(fmt.Sprintf("Config.SideEffects.QueueTools[%q].MaxWait", tool), qt.MaxWait, "must be more than zero")
 		}
 	}
 	if len(cfg.SideEffects.QueueTools) > 0 && cfg.SideEffects.Admission == nil {
-		return cfg, errors.New("callbacks: Config.SideEffects.QueueTools is set but Config.SideEffects.Admission is nil: nothing could queue the calls")
+		return cfg, bad("Config.SideEffects.Admission", "nil", "is required with Config.SideEffects.QueueTools: nothing could queue the calls")
 	}
 	if cfg.SideEffects.Journal != nil && cfg.SideEffects.Retry == nil {
-		return cfg, errors.New("callbacks: Config.SideEffects.Journal is set but Config.SideEffects.Retry is nil: the journal is used through the Retrier")
+		return cfg, bad("Config.SideEffects.Retry", "nil", "is required with Config.SideEffects.Journal: the journal is used through the Retrier")
 	}
 	if cfg.SideEffects.ConfirmUnknownReplays && cfg.SideEffects.Journal == nil {
-		return cfg, errors.New("callbacks: Config.SideEffects.ConfirmUnknownReplays is true but Config.SideEffects.Journal is nil: a confirmed replay must approve the journal's unresolved intents")
+		return cfg, bad("Config.SideEffects.ConfirmUnknownReplays", true, "needs Config.SideEffects.Journal, which is nil: a confirmed replay must approve the journal's unresolved intents")
 	}
 	if cfg.Bulkheads.SlowCall < 0 || cfg.Bulkheads.SlowCall > time.Hour {
-		return cfg, fmt.Errorf("callbacks: Config.Bulkheads.SlowCall = %s: must be between 0 (the default) and 1h", cfg.Bulkheads.SlowCall)
+		return cfg, bad("Config.Bulkheads.SlowCall", cfg.Bulkheads.SlowCall, "must be between 0 (the default) and 1h")
 	}
 	if cfg.Bulkheads.Default < 0 {
-		return cfg, fmt.Errorf("callbacks: Config.Bulkheads.Default = %d: must be 0 (unlimited) or positive", cfg.Bulkheads.Default)
+		return cfg, bad("Config.Bulkheads.Default", cfg.Bulkheads.Default, "must be 0 (unlimited) or positive")
 	}
 	if !cfg.Guidance.DisableDocstrings {
 		if cfg.Guidance.Docstring == "" {
 			cfg.Guidance.Docstring = defaultDocstring
 		}
 		if strings.TrimSpace(cfg.Guidance.Docstring) == "" {
-			return cfg, errors.New("callbacks: Config.Guidance.Docstring is blank: leave it empty for the default or set Config.Guidance.DisableDocstrings")
+			return cfg, bad("Config.Guidance.Docstring", cfg.Guidance.Docstring, "is blank: leave it empty for the default or set Config.Guidance.DisableDocstrings")
 		}
 	}
 	if err := cfg.checkText(); err != nil {

@@ -7,10 +7,15 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker"
 )
 
-// ErrNilRule is returned by [New], wrapped with the rule's index, when
-// Config.Rules holds a nil Rule.
+// ConfigError is the error New returns for an invalid value.
+type ConfigError = agentbreaker.ConfigError
+
+// ErrNilRule is what the *ConfigError [New] returns unwraps to when Config.Rules
+// holds a nil Rule (the field names its index).
 var ErrNilRule = errors.New("classify: nil rule")
 
 // Input is everything known about one finished call. Fill in what the call
@@ -51,13 +56,14 @@ type Classifier struct {
 	rules []Rule
 }
 
-// New returns a Classifier for cfg. It fails with [ErrNilRule] if a rule
-// is nil, naming its index, so the mistake shows at start-up instead of
+// New returns a Classifier for cfg. It fails with a *ConfigError (unwrapping to
+// [ErrNilRule]) if a rule is nil, naming its index, so the mistake shows at start-up instead of
 // as a panic in the middle of a call.
 func New(cfg Config) (*Classifier, error) {
 	for i, r := range cfg.Rules {
 		if r == nil {
-			return nil, fmt.Errorf("%w: Config.Rules[%d]", ErrNilRule, i)
+			return nil, &ConfigError{Package: "classify", Field: fmt.Sprintf("Config.Rules[%d]", i), Value: "nil",
+				Problem: "rule is nil", Err: ErrNilRule}
 		}
 	}
 	return &Classifier{rules: slices.Clone(cfg.Rules)}, nil

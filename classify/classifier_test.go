@@ -118,8 +118,8 @@ func TestNew(t *testing.T) {
 	}{
 		{name: "zero config", cfg: classify.Config{}},
 		{name: "rules", cfg: classify.Config{Rules: []classify.Rule{pass, pass}}},
-		{name: "nil first rule", cfg: classify.Config{Rules: []classify.Rule{nil}}, wantErr: "classify: nil rule: Config.Rules[0]"},
-		{name: "nil later rule", cfg: classify.Config{Rules: []classify.Rule{pass, pass, nil}}, wantErr: "classify: nil rule: Config.Rules[2]"},
+		{name: "nil first rule", cfg: classify.Config{Rules: []classify.Rule{nil}}, wantErr: "classify: Config.Rules[0] = nil: rule is nil"},
+		{name: "nil later rule", cfg: classify.Config{Rules: []classify.Rule{pass, pass, nil}}, wantErr: "classify: Config.Rules[2] = nil: rule is nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

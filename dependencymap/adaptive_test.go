@@ -30,7 +30,7 @@ func TestAdaptiveLimitPerDependencyAndModel(t *testing.T) {
 	_, err = dependencymap.New(dependencymap.Config{Dependencies: map[string]dependencymap.Dependency{
 		"crm": {Tools: []string{"lookup"}, Adaptive: &adaptivelimit.Config{MinLimit: -1}},
 	}})
-	if err == nil || err.Error() != `dependencymap: dependency "crm": Adaptive: adaptivelimit: MinLimit = -1: must be from 1 to MaxLimit` {
+	if err == nil || err.Error() != `dependencymap: Dependencies["crm"].Adaptive.MinLimit = -1: must be from 1 to MaxLimit` {
 		t.Errorf("bad MinLimit: %v", err)
 	}
 }

@@ -10,12 +10,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentbreaker/agentbreaker/redact"
-
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/internal/configerr"
+	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
+
+// ConfigError is the error New returns for an invalid value.
+type ConfigError = agentbreaker.ConfigError
 
 // ErrTooManyDependencies is returned when creating a breaker on demand would pass
 // Config.MaxDependencies.
@@ -57,32 +61,37 @@ type snapshot struct {
 	bound map[string]string
 }
 
-// New builds the map and every breaker its configuration names. It returns an error
-// naming the field, the dependency and the value of the first problem it finds.
+// New builds the map and every breaker its configuration names. It returns a
+// *ConfigError naming the field (with the dependency) and the value of the first
+// problem it finds; a policy, throttle or adaptive limit refused by its own package
+// is named by its place in Config (Dependencies["crm"].Policy.Window).
 func New(cfg Config) (*Map, error) {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "dependencymap", Field: field, Value: v, Problem: problem}
+	}
 	if cfg.MaxDependencies == 0 {
 		cfg.MaxDependencies = 1000
 	}
 	if cfg.MaxDependencies < 0 {
-		return nil, fmt.Errorf("dependencymap: MaxDependencies = %d: must be positive", cfg.MaxDependencies)
+		return nil, bad("MaxDependencies", cfg.MaxDependencies, "must be positive")
 	}
 	switch cfg.Unannotated {
 	case OwnKey, Exempt:
 	case SharedKey:
 		if cfg.UnannotatedKey == "" {
-			return nil, errors.New(`dependencymap: UnannotatedKey = "": required when Unannotated is shared`)
+			return nil, bad("UnannotatedKey", cfg.UnannotatedKey, "required when Unannotated is shared")
 		}
 	default:
-		return nil, fmt.Errorf("dependencymap: Unannotated = %d: must be own_key, shared or exempt", cfg.Unannotated)
+		return nil, bad("Unannotated", cfg.Unannotated, fmt.Sprintf("must be own_key, shared or exempt, not %d", cfg.Unannotated))
 	}
-	if err := checkPolicy("default policy", merge(DefaultToolPolicy, cfg.Default)); err != nil {
-		return nil, err
+	if err := checkPolicy(merge(DefaultToolPolicy, cfg.Default)); err != nil {
+		return nil, configerr.Relabel(err, "dependencymap", "Policy.", "Default.")
 	}
-	if err := checkPolicy("model default policy", merge(DefaultModelPolicy, cfg.ModelDefault)); err != nil {
-		return nil, err
+	if err := checkPolicy(merge(DefaultModelPolicy, cfg.ModelDefault)); err != nil {
+		return nil, configerr.Relabel(err, "dependencymap", "Policy.", "ModelDefault.")
 	}
 	if d := cfg.MaxProbeInterval; d != 0 && (d < 10*time.Millisecond || d > time.Hour) {
-		return nil, fmt.Errorf("dependencymap: MaxProbeInterval = %s: must be 0 (the default) or between 10ms and 1h", d)
+		return nil, bad("MaxProbeInterval", d, "must be 0 (the default) or between 10ms and 1h")
 	}
 	if err := checkNames(cfg); err != nil {
 		return nil, err
@@ -98,18 +107,19 @@ func New(cfg Config) (*Map, error) {
 	}
 	for i, tool := range cfg.ExemptTools {
 		if tool == "" {
-			return nil, fmt.Errorf(`dependencymap: ExemptTools[%d] = "": tool name is empty`, i)
+			return nil, bad(fmt.Sprintf("ExemptTools[%d]", i), tool, "tool name is empty")
 		}
 		s.tools[tool] = nil
 	}
 	for _, key := range slices.Sorted(maps.Keys(cfg.Dependencies)) {
 		dep := cfg.Dependencies[key]
+		field := fmt.Sprintf("Dependencies[%q]", key)
 		if key == "" {
-			return nil, errors.New(`dependencymap: Dependencies[""]: dependency key is empty`)
+			return nil, bad("Dependencies key", key, "dependency key is empty")
 		}
 		b, err := m.newBreaker(key, merge(m.toolDefault, dep.Policy), fmt.Sprintf("dependency %q", key))
 		if err != nil {
-			return nil, err
+			return nil, configerr.Relabel(err, "dependencymap", "Policy.", field+".Policy.")
 		}
 		s.keys[key] = b
 		if dep.Probe != nil {
@@ -118,29 +128,31 @@ func New(cfg Config) (*Map, error) {
 			}
 		}
 		if err := m.addThrottle(key, dep); err != nil {
-			return nil, err
+			return nil, configerr.Relabel(err, "dependencymap", "", field+".Throttle.")
 		}
 		if err := m.addLimiter(key, dep.Adaptive, fmt.Sprintf("dependency %q", key)); err != nil {
-			return nil, err
+			return nil, configerr.Relabel(err, "dependencymap", "", field+".Adaptive.")
 		}
 		for i, tool := range dep.Tools {
+			tf := fmt.Sprintf("%s.Tools[%d]", field, i)
 			switch other, dup := s.toolOf[tool]; {
 			case tool == "":
-				return nil, fmt.Errorf(`dependencymap: dependency %q: Tools[%d] = "": tool name is empty`, key, i)
+				return nil, bad(tf, tool, "tool name is empty")
 			case dup:
-				return nil, fmt.Errorf("dependencymap: dependency %q: Tools[%d] = %q: already listed under dependency %q", key, i, tool, other)
+				return nil, bad(tf, tool, fmt.Sprintf("already listed under dependency %q", other))
 			case slices.Contains(cfg.ExemptTools, tool):
-				return nil, fmt.Errorf("dependencymap: dependency %q: Tools[%d] = %q: also listed in ExemptTools", key, i, tool)
+				return nil, bad(tf, tool, "also listed in ExemptTools")
 			}
 			s.tools[tool] = b
 			s.toolOf[tool] = key
 		}
 		for i, host := range dep.Hosts {
+			hf := fmt.Sprintf("%s.Hosts[%d]", field, i)
 			if host == "" {
-				return nil, fmt.Errorf(`dependencymap: dependency %q: Hosts[%d] = "": host is empty`, key, i)
+				return nil, bad(hf, host, "host is empty")
 			}
 			if _, dup := s.hosts[host]; dup {
-				return nil, fmt.Errorf("dependencymap: dependency %q: Hosts[%d] = %q: already listed under another dependency", key, i, host)
+				return nil, bad(hf, host, "already listed under another dependency")
 			}
 			s.hosts[host] = b
 		}
@@ -149,26 +161,27 @@ func New(cfg Config) (*Map, error) {
 		if _, ok := s.keys[cfg.UnannotatedKey]; !ok {
 			b, err := m.newBreaker(cfg.UnannotatedKey, m.toolDefault, "unannotated tools")
 			if err != nil {
-				return nil, err
+				return nil, configerr.Relabel(err, "dependencymap", "Policy.", "Default.")
 			}
 			s.keys[cfg.UnannotatedKey] = b
 		}
 	}
 	for i, me := range cfg.Models {
+		field := fmt.Sprintf("Models[%d]", i)
 		if me.Model == "" {
-			return nil, fmt.Errorf(`dependencymap: Models[%d].Model = "": model name is empty`, i)
+			return nil, bad(field+".Model", me.Model, "model name is empty")
 		}
 		key := ModelKey(me.Model, me.Region)
 		if _, dup := s.models[key]; dup {
-			return nil, fmt.Errorf("dependencymap: Models[%d] = %q: listed twice", i, key)
+			return nil, bad(field, key, "listed twice")
 		}
 		b, err := m.newBreaker(key, merge(merge(DefaultModelPolicy, cfg.ModelDefault), me.Policy), fmt.Sprintf("model endpoint %q", key))
 		if err != nil {
-			return nil, err
+			return nil, configerr.Relabel(err, "dependencymap", "Policy.", field+".Policy.")
 		}
 		s.models[key] = b
 		if err := m.addLimiter(key, me.Adaptive, fmt.Sprintf("Models[%d] (%s)", i, key)); err != nil {
-			return nil, err
+			return nil, configerr.Relabel(err, "dependencymap", "", field+".Adaptive.")
 		}
 	}
 	m.snap.Store(s)
@@ -184,12 +197,7 @@ func MustNew(cfg Config) *Map {
 	return m
 }
 
-func checkPolicy(what string, p breaker.Policy) error {
-	if err := p.WithDefaults().Validate(); err != nil {
-		return fmt.Errorf("dependencymap: %s: %w", what, err)
-	}
-	return nil
-}
+func checkPolicy(p breaker.Policy) error { return p.WithDefaults().Validate() }
 
 func (m *Map) newBreaker(name string, p breaker.Policy, what string) (*breaker.Breaker, error) {
 	if p.Version == "" {
@@ -206,11 +214,12 @@ func (m *Map) newBreaker(name string, p breaker.Policy, what string) (*breaker.B
 func (m *Map) addThrottle(key string, dep Dependency) error {
 	for _, tool := range slices.Sorted(maps.Keys(dep.Priorities)) {
 		pr := dep.Priorities[tool]
+		field := fmt.Sprintf("Dependencies[%q].Priorities[%q]", key, tool)
 		if !slices.Contains(dep.Tools, tool) {
-			return fmt.Errorf("dependencymap: dependency %q: Priorities[%q] = %s: %q is not one of its Tools", key, tool, pr, tool)
+			return &ConfigError{Package: "dependencymap", Field: field, Value: pr, Problem: fmt.Sprintf("%q is not one of its Tools", tool)}
 		}
 		if !pr.Valid() {
-			return fmt.Errorf("dependencymap: dependency %q: Priorities[%q] = %s: want low, normal, high or critical", key, tool, pr)
+			return &ConfigError{Package: "dependencymap", Field: field, Value: pr, Problem: "want low, normal, high or critical"}
 		}
 	}
 	var th *throttle.Throttle
@@ -449,7 +458,7 @@ func checkNames(cfg Config) error {
 			return nil
 		}
 		if err := redact.CheckName(field, v); err != nil {
-			return fmt.Errorf("dependencymap: %w", err)
+			return configerr.Relabel(err, "dependencymap", "", "")
 		}
 		return nil
 	}

@@ -29,19 +29,22 @@ type Probe struct {
 
 // check validates p for dependency key.
 func (p *Probe) check(key string) error {
-	where := fmt.Sprintf("dependencymap: Dependencies[%q].Probe", key)
+	where := fmt.Sprintf("Dependencies[%q].Probe", key)
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "dependencymap", Field: where + field, Value: v, Problem: problem}
+	}
 	switch {
 	case p.URL == "" && p.Func == nil:
-		return fmt.Errorf(`%s: URL = "" and Func = nil: set one of them`, where)
+		return bad(".URL", p.URL, "Func is nil too: set one of them")
 	case p.URL != "" && p.Func != nil:
-		return fmt.Errorf("%s: URL = %q and Func are both set: set one of them", where, p.URL)
+		return bad(".URL", p.URL, "Func is set too: set only one of them")
 	case p.Timeout < 0:
-		return fmt.Errorf("%s.Timeout = %s: must not be negative", where, p.Timeout)
+		return bad(".Timeout", p.Timeout, "must not be negative")
 	}
 	if p.URL != "" {
 		u, err := url.Parse(p.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%s.URL = %q: must be an absolute http or https URL", where, p.URL)
+			return bad(".URL", p.URL, "must be an absolute http or https URL")
 		}
 	}
 	return nil

@@ -52,8 +52,8 @@ func TestThrottleBadInput(t *testing.T) {
 	}})
 	var ce *agentbreaker.ConfigError
 	require.True(t, errors.As(err, &ce))
-	require.Equal(t, "K", ce.Field)
-	require.ErrorContains(t, err, `dependency "search": Throttle: throttle: K = 0.2`)
+	require.Equal(t, `Dependencies["search"].Throttle.K`, ce.Field)
+	require.ErrorContains(t, err, `dependencymap: Dependencies["search"].Throttle.K = 0.2`)
 
 	_, err = dependencymap.New(dependencymap.Config{Dependencies: map[string]dependencymap.Dependency{
 		"search": {Tools: []string{"a"}, Priorities: map[string]throttle.Priority{"a": 7}},

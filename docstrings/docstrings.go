@@ -8,13 +8,19 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
+
+	"github.com/agentbreaker/agentbreaker"
 )
+
+// ConfigError is the error New returns for an invalid value.
+type ConfigError = agentbreaker.ConfigError
 
 // Sentence is appended to the descriptions of guarded tools by default. It matches the
 // "status" the payloads package writes.
 const Sentence = `This tool may return status "unavailable"; when it does, tell the user and continue without it.`
 
-// ErrEmptySentence is returned by New when Config.Sentence is only whitespace.
+// ErrEmptySentence is what the *ConfigError New returns unwraps to when
+// Config.Sentence is only whitespace.
 var ErrEmptySentence = errors.New("docstrings: Config.Sentence is blank")
 
 // Append returns desc with sentence added at the end, separated by a blank line. It is
@@ -90,7 +96,8 @@ func New(cfg Config) (llmagent.BeforeModelCallback, error) {
 		cfg.Sentence = Sentence
 	}
 	if strings.TrimSpace(cfg.Sentence) == "" {
-		return nil, ErrEmptySentence
+		return nil, &ConfigError{Package: "docstrings", Field: "Config.Sentence", Value: cfg.Sentence,
+			Problem: "is blank: leave it empty for the default", Err: ErrEmptySentence}
 	}
 	return func(_ agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
 		Request(req, cfg.Sentence, cfg.Include)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbreaker/agentbreaker"
+	"github.com/agentbreaker/agentbreaker/internal/configerr"
 	"github.com/agentbreaker/agentbreaker/redact"
 )
 
@@ -121,7 +122,7 @@ func (c Config) validate() error {
 	}
 	switch {
 	case c.Addr == "" && c.Client == nil:
-		return bad("Addr", `""`, "exactly one of Addr (host:port of the Redis server) and Client (a redis.UniversalClient) is required; both are empty")
+		return bad("Addr", c.Addr, "exactly one of Addr (host:port of the Redis server) and Client (a redis.UniversalClient) is required; both are empty")
 	case c.Addr != "" && c.Client != nil:
 		return bad("Client", fmt.Sprintf("%T", c.Client), fmt.Sprintf("exactly one of Addr and Client is allowed; Addr is %q too", c.Addr))
 	case c.Client != nil && isNilPointer(c.Client):
@@ -134,7 +135,7 @@ func (c Config) validate() error {
 		}
 		switch {
 		case c.Username != "":
-			return onClient("Username", fmt.Sprintf("%q", c.Username))
+			return onClient("Username", c.Username)
 		case c.Password != "":
 			return onClient("Password", "(set)")
 		case c.DB != 0:
@@ -144,21 +145,21 @@ func (c Config) validate() error {
 		}
 	default:
 		if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
-			return bad("Addr", fmt.Sprintf("%q", c.Addr), "must be host:port")
+			return bad("Addr", c.Addr, "must be host:port")
 		}
 	}
 	if c.App == "" {
-		return bad("App", `""`, "is required: replicas of one agent share it")
+		return bad("App", c.App, "is required: replicas of one agent share it")
 	}
 	if err := redact.CheckName("App", c.App); err != nil {
-		return err
+		return configerr.Relabel(err, "fleet", "", "")
 	}
 	if err := redact.CheckName("Prefix", c.Prefix); err != nil {
-		return err
+		return configerr.Relabel(err, "fleet", "", "")
 	}
 	if c.Replica != "" {
 		if err := redact.CheckName("Replica", c.Replica); err != nil {
-			return err
+			return configerr.Relabel(err, "fleet", "", "")
 		}
 	}
 	switch {

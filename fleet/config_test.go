@@ -23,11 +23,11 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		wantField string
 		wantValue any
 	}{
-		{"no addr", func(c *fleet.Config) { c.Addr = "" }, "Addr", `""`},
-		{"addr without port", func(c *fleet.Config) { c.Addr = "redis" }, "Addr", `"redis"`},
-		{"no app", func(c *fleet.Config) { c.App = "" }, "App", `""`},
-		{"app with a newline", func(c *fleet.Config) { c.App = "a\nb" }, "App", `"a\nb"`},
-		{"replica with a tab", func(c *fleet.Config) { c.Replica = "r\t1" }, "Replica", `"r\t1"`},
+		{"no addr", func(c *fleet.Config) { c.Addr = "" }, "Addr", ""},
+		{"addr without port", func(c *fleet.Config) { c.Addr = "redis" }, "Addr", "redis"},
+		{"no app", func(c *fleet.Config) { c.App = "" }, "App", ""},
+		{"app with a newline", func(c *fleet.Config) { c.App = "a\nb" }, "App", "a\nb"},
+		{"replica with a tab", func(c *fleet.Config) { c.Replica = "r\t1" }, "Replica", "r\t1"},
 		{"negative db", func(c *fleet.Config) { c.DB = -1 }, "DB", -1},
 		{"interval too short", func(c *fleet.Config) { c.SyncInterval = 10 * time.Millisecond }, "SyncInterval", 10 * time.Millisecond},
 		{"interval too long", func(c *fleet.Config) { c.SyncInterval = time.Minute }, "SyncInterval", time.Minute},
@@ -37,7 +37,7 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 		{"history too short", func(c *fleet.Config) { c.HistoryLen = 2 }, "HistoryLen", 2},
 		{"addr and client", func(c *fleet.Config) { c.Client = client }, "Client", "*redis.Client"},
 		{"nil cluster client", func(c *fleet.Config) { c.Addr, c.Client = "", (*redis.ClusterClient)(nil) }, "Client", "(*redis.ClusterClient)(nil)"},
-		{"username with client", func(c *fleet.Config) { c.Addr, c.Client, c.Username = "", client, "u" }, "Username", `"u"`},
+		{"username with client", func(c *fleet.Config) { c.Addr, c.Client, c.Username = "", client, "u" }, "Username", "u"},
 		{"password with client", func(c *fleet.Config) { c.Addr, c.Client, c.Password = "", client, "secret" }, "Password", "(set)"},
 		{"db with client", func(c *fleet.Config) { c.Addr, c.Client, c.DB = "", client, 2 }, "DB", 2},
 		{"tls with client", func(c *fleet.Config) { c.Addr, c.Client, c.TLS = "", client, &tls.Config{} }, "TLS", "(set)"},
@@ -52,12 +52,8 @@ func TestConfigErrorsNameFieldAndValue(t *testing.T) {
 			require.True(t, errors.As(err, &ce), "%v", err)
 			require.Equal(t, tt.wantField, ce.Field)
 			require.NotContains(t, err.Error(), "secret", "a password never reaches an error")
-			require.Contains(t, []string{"fleet", "redact"}, ce.Package)
-			if s, isString := tt.wantValue.(string); isString && ce.Package == "redact" {
-				require.Contains(t, err.Error(), s[1:len(s)-1])
-			} else {
-				require.Equal(t, tt.wantValue, ce.Value)
-			}
+			require.Equal(t, "fleet", ce.Package)
+			require.Equal(t, tt.wantValue, ce.Value)
 		})
 	}
 	_, err := fleet.New(fleet.Config{App: "agent"})

@@ -96,7 +96,7 @@ func (c *Config) setDefaults() error {
 		return &ConfigError{Package: "httptransport", Field: "Timeout", Value: c.Timeout, Problem: "must be between 0 (none) and 24h"}
 	}
 	if h := c.IdempotencyHeader; h != "-" && (strings.ContainsAny(h, " \t\r\n:") || http.CanonicalHeaderKey(h) == "") {
-		return &ConfigError{Package: "httptransport", Field: "IdempotencyHeader", Value: fmt.Sprintf("%q", h), Problem: "is not a valid header name"}
+		return &ConfigError{Package: "httptransport", Field: "IdempotencyHeader", Value: h, Problem: "is not a valid header name"}
 	}
 	for key, b := range c.Bulkheads {
 		if b == nil {

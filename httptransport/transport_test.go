@@ -358,7 +358,7 @@ func TestConfigErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"negative timeout", httptransport.Config{Timeout: -time.Second}, "httptransport: Timeout = -1s: must be between 0 (none) and 24h"},
-		{"bad header", httptransport.Config{IdempotencyHeader: "Idem Key"}, `IdempotencyHeader = "Idem Key": is not a valid header name`},
+		{"bad header", httptransport.Config{IdempotencyHeader: "Idem Key"}, `IdempotencyHeader = Idem Key: is not a valid header name`},
 		{"nil bulkhead", httptransport.Config{Bulkheads: map[string]httptransport.Bulkhead{"crm": nil}}, `Bulkheads["crm"] = nil`},
 		{"nil hook", httptransport.Config{OnResult: []func(httptransport.Result){nil}}, "OnResult[0] = nil"},
 	}

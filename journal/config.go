@@ -109,7 +109,7 @@ func (c *Config) setDefaults() error {
 		c.Prefix = DefaultPrefix
 	}
 	if !prefixPattern.MatchString(c.Prefix) {
-		return bad("Prefix", fmt.Sprintf("%q", c.Prefix), "must be lower-case letters, digits and '_', start with a letter and have at most 30 characters")
+		return bad("Prefix", c.Prefix, "must be lower-case letters, digits and '_', start with a letter and have at most 30 characters")
 	}
 	for dep, l := range c.Lookups {
 		if l == nil {
@@ -160,7 +160,7 @@ const minKeyLen = 16
 // then linked to path, which fails when another process linked first.
 func loadKey(path string) ([]byte, error) {
 	bad := func(problem string) error {
-		return &ConfigError{Package: "journal", Field: "KeyFile", Value: fmt.Sprintf("%q", path), Problem: problem}
+		return &ConfigError{Package: "journal", Field: "KeyFile", Value: path, Problem: problem}
 	}
 	for range 2 {
 		raw, err := os.ReadFile(path)

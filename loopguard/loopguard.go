@@ -2,7 +2,6 @@ package loopguard
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -12,14 +11,18 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/payloads"
 )
+
+// ConfigError is the error New returns for an invalid value.
+type ConfigError = agentbreaker.ConfigError
 
 // DefaultStatePrefix starts the session-state keys the counts are mirrored into.
 const DefaultStatePrefix = "temp:agentbreaker.short_circuits."
 
-// ErrStatePrefix is returned by New when Config.StatePrefix does not start with
-// "temp:": the mirror must never be persisted with the session.
+// ErrStatePrefix is what the *ConfigError New returns unwraps to when
+// Config.StatePrefix does not start with "temp:": the mirror must never be persisted with the session.
 var ErrStatePrefix = errors.New(`loopguard: Config.StatePrefix must start with "temp:"`)
 
 // Config configures a [Guard].
@@ -56,13 +59,13 @@ type Guard struct {
 	cfg Config
 }
 
-// New returns a guard, or an error naming the invalid field and value.
+// New returns a guard, or a *ConfigError naming the invalid field and value.
 func New(cfg Config) (*Guard, error) {
 	if cfg.FirmAfter == 0 {
 		cfg.FirmAfter = 2
 	}
 	if cfg.FirmAfter < 1 {
-		return nil, fmt.Errorf("loopguard: Config.FirmAfter = %d: must be at least 1", cfg.FirmAfter)
+		return nil, &ConfigError{Package: "loopguard", Field: "Config.FirmAfter", Value: cfg.FirmAfter, Problem: "must be at least 1"}
 	}
 	if cfg.MaxModelCallsWhileOpen == 0 {
 		cfg.MaxModelCallsWhileOpen = 4
@@ -71,7 +74,8 @@ func New(cfg Config) (*Guard, error) {
 		cfg.StatePrefix = DefaultStatePrefix
 	}
 	if !strings.HasPrefix(cfg.StatePrefix, "temp:") {
-		return nil, fmt.Errorf("%w, got %q", ErrStatePrefix, cfg.StatePrefix)
+		return nil, &ConfigError{Package: "loopguard", Field: "Config.StatePrefix", Value: cfg.StatePrefix,
+			Problem: `must start with "temp:" (the mirror must never be persisted with the session)`, Err: ErrStatePrefix}
 	}
 	if cfg.CapMessage == nil {
 		cfg.CapMessage = defaultCapMessage

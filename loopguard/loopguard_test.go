@@ -19,7 +19,7 @@ func TestConfig(t *testing.T) {
 		wantErr string
 	}{
 		{"negative firm", loopguard.Config{FirmAfter: -1}, "loopguard: Config.FirmAfter = -1: must be at least 1"},
-		{"persisted prefix", loopguard.Config{StatePrefix: "user:x."}, `loopguard: Config.StatePrefix must start with "temp:", got "user:x."`},
+		{"persisted prefix", loopguard.Config{StatePrefix: "user:x."}, `loopguard: Config.StatePrefix = user:x.: must start with "temp:"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

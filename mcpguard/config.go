@@ -1,13 +1,12 @@
 package mcpguard
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"google.golang.org/adk/v2/tool/mcptoolset"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 )
 
@@ -17,6 +16,9 @@ const (
 	DefaultListTimeout = 10 * time.Second
 	maxTimeout         = time.Hour
 )
+
+// ConfigError is the error New returns for an invalid value.
+type ConfigError = agentbreaker.ConfigError
 
 // Config configures [New].
 type Config struct {
@@ -51,13 +53,16 @@ type Config struct {
 }
 
 func (cfg Config) withDefaults() (Config, error) {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "mcpguard", Field: field, Value: v, Problem: problem}
+	}
 	switch {
 	case cfg.Dependency == "":
-		return cfg, errors.New(`mcpguard: Config.Dependency = "": required`)
+		return cfg, bad("Config.Dependency", cfg.Dependency, "required")
 	case cfg.Callbacks == nil:
-		return cfg, errors.New("mcpguard: Config.Callbacks = nil: required (the agentbreaker plugin of the runner)")
+		return cfg, bad("Config.Callbacks", "nil", "required (the agentbreaker plugin of the runner)")
 	case cfg.Toolset.Transport == nil && cfg.Toolset.Endpoint == "":
-		return cfg, errors.New(`mcpguard: Config.Toolset.Transport = nil and Config.Toolset.Endpoint = "": one is required`)
+		return cfg, bad("Config.Toolset.Transport", "nil", "Config.Toolset.Endpoint is empty too: one of them is required")
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
@@ -66,10 +71,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.ListTimeout = DefaultListTimeout
 	}
 	if cfg.Timeout > maxTimeout {
-		return cfg, fmt.Errorf("mcpguard: Config.Timeout = %s: must be at most 1h (0 for the default, %s; negative for none)", cfg.Timeout, DefaultTimeout)
+		return cfg, bad("Config.Timeout", cfg.Timeout, "must be at most 1h (0 for the default, "+DefaultTimeout.String()+"; negative for none)")
 	}
 	if cfg.ListTimeout > maxTimeout {
-		return cfg, fmt.Errorf("mcpguard: Config.ListTimeout = %s: must be at most 1h (0 for the default, %s; negative for none)", cfg.ListTimeout, DefaultListTimeout)
+		return cfg, bad("Config.ListTimeout", cfg.ListTimeout, "must be at most 1h (0 for the default, "+DefaultListTimeout.String()+"; negative for none)")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

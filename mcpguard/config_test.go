@@ -25,7 +25,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}{
 		{"no dependency", mcpguard.Config{Callbacks: cb, Toolset: ok}, `Config.Dependency = "": required`},
 		{"no callbacks", mcpguard.Config{Dependency: "payments", Toolset: ok}, "Config.Callbacks = nil: required"},
-		{"no transport", mcpguard.Config{Dependency: "payments", Callbacks: cb}, `Config.Toolset.Transport = nil and Config.Toolset.Endpoint = "": one is required`},
+		{"no transport", mcpguard.Config{Dependency: "payments", Callbacks: cb}, "mcpguard: Config.Toolset.Transport = nil: Config.Toolset.Endpoint is empty too: one of them is required"},
 		{"timeout too long", mcpguard.Config{Dependency: "payments", Callbacks: cb, Toolset: ok, Timeout: 2 * time.Hour}, "Config.Timeout = 2h0m0s: must be at most 1h"},
 		{"list timeout too long", mcpguard.Config{Dependency: "payments", Callbacks: cb, Toolset: ok, ListTimeout: 61 * time.Minute}, "Config.ListTimeout = 1h1m0s"},
 		{"bad dependency name", mcpguard.Config{Dependency: "pay\x00", Callbacks: cb, Toolset: ok}, `Config.Dependency = "pay\x00"`},

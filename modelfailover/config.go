@@ -121,7 +121,7 @@ const (
 
 func (cfg *Config) withDefaults() error {
 	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Package: "modelfailover", Field: field, Value: fmt.Sprintf("%#v", v), Problem: problem, Err: ErrInvalidConfig}
+		return &ConfigError{Package: "modelfailover", Field: field, Value: v, Problem: problem, Err: ErrInvalidConfig}
 	}
 	if len(cfg.Routes) == 0 {
 		return bad("Routes", cfg.Routes, "at least one route is required")
@@ -130,24 +130,24 @@ func (cfg *Config) withDefaults() error {
 		cfg.ShareWindow = DefaultShareWindow
 	}
 	if cfg.ShareWindow < time.Minute || cfg.ShareWindow > 24*time.Hour {
-		return bad("ShareWindow", cfg.ShareWindow.String(), "must be between 1m and 24h")
+		return bad("ShareWindow", cfg.ShareWindow, "must be between 1m and 24h")
 	}
 	if cfg.PendingTTL == 0 {
 		cfg.PendingTTL = DefaultPendingTTL
 	}
 	if cfg.PendingTTL < time.Second || cfg.PendingTTL > 24*time.Hour {
-		return bad("PendingTTL", cfg.PendingTTL.String(), "must be between 1s and 24h")
+		return bad("PendingTTL", cfg.PendingTTL, "must be between 1s and 24h")
 	}
 	for _, d := range []struct {
 		field string
 		v     time.Duration
 	}{{"AttemptTimeout", cfg.AttemptTimeout}, {"ChunkTimeout", cfg.ChunkTimeout}, {"CallTimeout", cfg.CallTimeout}} {
 		if d.v < 0 {
-			return bad(d.field, d.v.String(), "must not be negative")
+			return bad(d.field, d.v, "must not be negative")
 		}
 	}
 	if cfg.CallTimeout > 0 && cfg.CallTimeout < cfg.AttemptTimeout {
-		return bad("CallTimeout", cfg.CallTimeout.String(),
+		return bad("CallTimeout", cfg.CallTimeout,
 			fmt.Sprintf("must be at least AttemptTimeout (%s): it bounds the whole attempt", cfg.AttemptTimeout))
 	}
 	cfg.Clock = clock.OrSystem(cfg.Clock)

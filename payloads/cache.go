@@ -8,10 +8,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 )
 
-// ErrNoTools is returned by NewCache when CacheConfig.Tools is empty.
+// ConfigError is the error NewCache returns for an invalid value.
+type ConfigError = agentbreaker.ConfigError
+
+// ErrNoTools is what the *ConfigError NewCache returns unwraps to when
+// CacheConfig.Tools is empty.
 var ErrNoTools = errors.New("payloads: CacheConfig.Tools is empty")
 
 // CacheConfig configures a [Cache].
@@ -60,27 +65,31 @@ type cacheEntry struct {
 	at   time.Time
 }
 
-// NewCache returns a cache, or an error naming the invalid field.
+// NewCache returns a cache, or a *ConfigError naming the invalid field and value.
 func NewCache(cfg CacheConfig) (*Cache, error) {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "payloads", Field: field, Value: v, Problem: problem}
+	}
 	if len(cfg.Tools) == 0 {
-		return nil, ErrNoTools
+		return nil, &ConfigError{Package: "payloads", Field: "CacheConfig.Tools", Value: cfg.Tools,
+			Problem: "is empty: list the tools whose answers may be replayed", Err: ErrNoTools}
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = 15 * time.Minute
 	}
 	if cfg.TTL < 0 || cfg.TTL > 24*time.Hour {
-		return nil, fmt.Errorf("payloads: CacheConfig.TTL = %s: must be between 0 (default 15m) and 24h", cfg.TTL)
+		return nil, bad("CacheConfig.TTL", cfg.TTL, "must be between 0 (default 15m) and 24h")
 	}
 	if cfg.MaxEntries == 0 {
 		cfg.MaxEntries = 1000
 	}
 	if cfg.MaxEntries < 0 {
-		return nil, fmt.Errorf("payloads: CacheConfig.MaxEntries = %d: must be positive", cfg.MaxEntries)
+		return nil, bad("CacheConfig.MaxEntries", cfg.MaxEntries, "must be positive")
 	}
 	tools := make(map[string]bool, len(cfg.Tools))
 	for i, t := range cfg.Tools {
 		if t == "" {
-			return nil, fmt.Errorf(`payloads: CacheConfig.Tools[%d] = "": tool name is empty`, i)
+			return nil, bad(fmt.Sprintf("CacheConfig.Tools[%d]", i), t, "tool name is empty")
 		}
 		tools[t] = true
 	}

@@ -20,7 +20,7 @@ func TestCacheConfigErrors(t *testing.T) {
 		cfg     payloads.CacheConfig
 		wantErr string
 	}{
-		{"no tools", payloads.CacheConfig{}, "payloads: CacheConfig.Tools is empty"},
+		{"no tools", payloads.CacheConfig{}, "payloads: CacheConfig.Tools = []: is empty"},
 		{"empty tool", payloads.CacheConfig{Tools: []string{"a", ""}}, `payloads: CacheConfig.Tools[1] = "": tool name is empty`},
 		{"negative ttl", payloads.CacheConfig{Tools: []string{"a"}, TTL: -time.Second}, "payloads: CacheConfig.TTL = -1s"},
 		{"ttl too long", payloads.CacheConfig{Tools: []string{"a"}, TTL: 48 * time.Hour}, "CacheConfig.TTL = 48h0m0s"},

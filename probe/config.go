@@ -89,7 +89,7 @@ func bad(field string, v any, problem string) error {
 // withDefaults validates cfg and fills its defaults.
 func (cfg Config) withDefaults() (Config, error) {
 	if len(cfg.Checks) == 0 {
-		return cfg, bad("Checks", "[]", "needs at least one check")
+		return cfg, bad("Checks", cfg.Checks, "needs at least one check")
 	}
 	if cfg.MaxInterval == 0 {
 		cfg.MaxInterval = DefaultMaxInterval

@@ -93,9 +93,9 @@ func TestAProbeThatCannotWorkIsRefused(t *testing.T) {
 		cfg  dependencymap.Config
 		want string
 	}{
-		{"no URL, no Func", dep(&dependencymap.Probe{}), `Dependencies["crm"].Probe: URL = "" and Func = nil`},
-		{"both", dep(&dependencymap.Probe{URL: "http://x/h", Func: ok}), `URL = "http://x/h" and Func are both set`},
-		{"relative URL", dep(&dependencymap.Probe{URL: "/health"}), `Probe.URL = "/health"`},
+		{"no URL, no Func", dep(&dependencymap.Probe{}), `Dependencies["crm"].Probe.URL = "": Func is nil too`},
+		{"both", dep(&dependencymap.Probe{URL: "http://x/h", Func: ok}), `Probe.URL = http://x/h: Func is set too`},
+		{"relative URL", dep(&dependencymap.Probe{URL: "/health"}), `Probe.URL = /health`},
 		{"negative timeout", dep(&dependencymap.Probe{Func: ok, Timeout: -time.Second}), "Probe.Timeout = -1s"},
 		{"interval out of range", dependencymap.Config{MaxProbeInterval: 2 * time.Hour}, "MaxProbeInterval = 2h0m0s"},
 	}
@@ -106,7 +106,7 @@ func TestAProbeThatCannotWorkIsRefused(t *testing.T) {
 		})
 	}
 	_, err := depfile.ParseYAML([]byte("dependencies:\n  crm:\n    probe: {url: \"ftp://x\"}\n"))
-	require.ErrorContains(t, err, `Probe.URL = "ftp://x"`)
+	require.ErrorContains(t, err, `Probe.URL = ftp://x: must be an absolute http or https URL`)
 	_, err = depfile.ParseYAML([]byte("dependencies:\n  crm:\n    probe: {url: \"http://x/h\", timeout: soon}\n"))
 	require.ErrorContains(t, err, `dependencies.crm.probe.timeout = "soon"`)
 	_, err = depfile.ParseYAML([]byte("dependencies:\n  crm:\n    probe: {url: \"http://x/h\", tool: ping}\n"))

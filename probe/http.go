@@ -37,7 +37,7 @@ func HTTPGet(cfg HTTPConfig) (Func, error) {
 	u, err := url.Parse(cfg.URL)
 	switch {
 	case cfg.URL == "":
-		return nil, bad("HTTPConfig.URL", `""`, "is required")
+		return nil, bad("HTTPConfig.URL", cfg.URL, "is required")
 	case err != nil:
 		return nil, bad("HTTPConfig.URL", cfg.URL, "does not parse: "+err.Error())
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -10,7 +10,8 @@ import (
 const MaxNameLen = 128
 
 // CheckName returns nil when value is a usable name, or a *ConfigError naming field
-// and the value (quoted, and cut to 80 bytes so an absurd name cannot flood a log)
+// and the value (cut to 80 bytes so an absurd name cannot flood a log; its Error
+// quotes a value that would not print)
 // when it is empty, longer than MaxNameLen bytes, not valid UTF-8, or holds control
 // characters, format characters (bidirectional overrides, zero-width characters),
 // line separators or leading or trailing spaces. Such names break Prometheus
@@ -37,15 +38,15 @@ func CheckName(field, value string) error {
 	if problem == "" {
 		return nil
 	}
-	return &ConfigError{Package: "redact", Field: field, Value: quoteName(value), Problem: problem}
+	return &ConfigError{Package: "redact", Field: field, Value: cutName(value), Problem: problem}
 }
 
-// quoteName quotes a refused name for an error message, cut to 80 bytes.
-func quoteName(v string) string {
+// cutName is a refused name for an error, cut to 80 bytes.
+func cutName(v string) string {
 	if len(v) > 80 {
-		return strconv.Quote(v[:80]) + "…"
+		return v[:80] + "…"
 	}
-	return strconv.Quote(v)
+	return v
 }
 
 // RepairName returns a usable name for value: [Clean]ed (invalid UTF-8 dropped,

@@ -4,7 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker"
 )
+
+// ConfigError is the error Wrap, NewTurn and Layers.Validate return for an invalid
+// value.
+type ConfigError = agentbreaker.ConfigError
 
 // ErrLayers is the sentinel every layered-timeout error unwraps to.
 var ErrLayers = errors.New("tooltimeout: layered timeouts do not fit")
@@ -32,22 +38,26 @@ func (l Layers) Need() time.Duration {
 	return l.ToolTimeout*time.Duration(max(l.Attempts, 1)) + l.Backoff
 }
 
-// Validate checks that each layer fits inside the one around it and returns an error
+// Validate checks that each layer fits inside the one around it. A value out of range is
+// a *ConfigError naming the Layers field; a layer that does not fit is a *FitError
 // that shows the arithmetic, for example
 //
 //	tooltimeout: layered timeouts do not fit: tool timeout 5s × 3 attempts + backoff 1.5s = 16.5s, more than the sub-agent budget 10s
 func (l Layers) Validate() error {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "tooltimeout", Field: "Layers." + field, Value: v, Problem: problem}
+	}
 	switch {
 	case l.ToolTimeout <= 0:
-		return fmt.Errorf("tooltimeout: Layers.ToolTimeout = %s: must be positive", l.ToolTimeout)
+		return bad("ToolTimeout", l.ToolTimeout, "must be positive")
 	case l.Attempts < 0:
-		return fmt.Errorf("tooltimeout: Layers.Attempts = %d: must be at least 1 (0 means 1)", l.Attempts)
+		return bad("Attempts", l.Attempts, "must be at least 1 (0 means 1)")
 	case l.Backoff < 0:
-		return fmt.Errorf("tooltimeout: Layers.Backoff = %s: must not be negative", l.Backoff)
+		return bad("Backoff", l.Backoff, "must not be negative")
 	case l.SubAgent < 0:
-		return fmt.Errorf("tooltimeout: Layers.SubAgent = %s: must not be negative", l.SubAgent)
+		return bad("SubAgent", l.SubAgent, "must not be negative")
 	case l.Turn < 0:
-		return fmt.Errorf("tooltimeout: Layers.Turn = %s: must not be negative", l.Turn)
+		return bad("Turn", l.Turn, "must not be negative")
 	}
 	need := l.Need()
 	sum := fmt.Sprintf("tool timeout %s × %d attempt%s", l.ToolTimeout, max(l.Attempts, 1), plural(max(l.Attempts, 1)))
@@ -81,6 +91,23 @@ func (e *FitError) Error() string { return ErrLayers.Error() + ": " + e.Detail }
 
 // Unwrap returns ErrLayers.
 func (e *FitError) Unwrap() error { return ErrLayers }
+
+// layersError is err, from Layers.Validate, as a *ConfigError about the caller's own
+// fields: a Layers field ("Layers.Attempts") is renamed by rename, a *FitError is
+// reported as field with the value v.
+func layersError(err error, rename func(layersField string) string, field string, v any) *ConfigError {
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		out := *ce
+		out.Field = rename(ce.Field)
+		return &out
+	}
+	problem := err.Error()
+	if fe, ok := errors.AsType[*FitError](err); ok {
+		problem = "layered timeouts do not fit: " + fe.Detail
+	}
+	return &ConfigError{Package: "tooltimeout", Field: field, Value: v, Problem: problem, Err: err}
+}
 
 func plural(n int) string {
 	if n == 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/adk/v2/agent"
@@ -69,47 +70,57 @@ type Turn struct {
 }
 
 // NewTurn checks the configuration, including that the timeout of every tool in Tools
-// and every BoundedToolset in Toolsets, and every Layers, fits in the turn.
+// and every BoundedToolset in Toolsets, and every Layers, fits in the turn. An invalid
+// value is a *ConfigError naming the field; one that does not fit unwraps to ErrLayers.
 func NewTurn(cfg TurnConfig) (*Turn, error) {
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "tooltimeout", Field: field, Value: v, Problem: problem}
+	}
 	if cfg.Runner == nil {
-		return nil, errors.New("tooltimeout: TurnConfig.Runner = nil: required")
+		return nil, bad("TurnConfig.Runner", "nil", "required")
 	}
 	if cfg.Timeout < time.Millisecond {
-		return nil, fmt.Errorf("tooltimeout: TurnConfig.Timeout = %s: must be at least 1ms", cfg.Timeout)
+		return nil, bad("TurnConfig.Timeout", cfg.Timeout, "must be at least 1ms")
 	}
 	if cfg.Grace < 0 {
-		return nil, fmt.Errorf("tooltimeout: TurnConfig.Grace = %s: must not be negative", cfg.Grace)
+		return nil, bad("TurnConfig.Grace", cfg.Grace, "must not be negative")
 	}
 	if cfg.Sessions != nil && cfg.AppName == "" {
-		return nil, errors.New(`tooltimeout: TurnConfig.AppName = "": required with Sessions`)
+		return nil, bad("TurnConfig.AppName", cfg.AppName, "required with Sessions")
 	}
 	if len(cfg.Tools) == 0 && len(cfg.Toolsets) == 0 && len(cfg.Layers) == 0 {
-		return nil, fmt.Errorf("tooltimeout: TurnConfig.Tools, TurnConfig.Toolsets and TurnConfig.Layers are all empty: give the agent's tools and tool sets (or their Layers) so their timeouts can be checked against TurnConfig.Timeout %s", cfg.Timeout)
+		return nil, bad("TurnConfig.Tools", cfg.Tools, fmt.Sprintf("is empty and so are TurnConfig.Toolsets and TurnConfig.Layers: give the agent's tools and tool sets (or their Layers) so their timeouts can be checked against TurnConfig.Timeout %s", cfg.Timeout))
 	}
 	for i, t := range cfg.Tools {
+		field := fmt.Sprintf("TurnConfig.Tools[%d]", i)
 		if t == nil {
-			return nil, fmt.Errorf("tooltimeout: TurnConfig.Tools[%d] = nil", i)
+			return nil, bad(field, "nil", "tool is nil")
 		}
 		tt, ok := t.(interface{ Timeout() time.Duration })
 		if !ok || tt.Timeout() <= 0 {
 			continue
 		}
 		if err := (Layers{ToolTimeout: tt.Timeout(), Turn: cfg.Timeout}).Validate(); err != nil {
-			return nil, fmt.Errorf("TurnConfig.Tools[%d] (tool %q, timeout %s) against TurnConfig.Timeout %s: %w", i, t.Name(), tt.Timeout(), cfg.Timeout, err)
+			// A positive timeout and turn leave only the fit to fail.
+			ce := layersError(err, nil, field, tt.Timeout())
+			ce.Problem = fmt.Sprintf("tool %q against TurnConfig.Timeout %s: %s", t.Name(), cfg.Timeout, ce.Problem)
+			return nil, ce
 		}
 	}
 	if err := checkToolsets(cfg.Toolsets, cfg.Timeout); err != nil {
 		return nil, err
 	}
 	for i, l := range cfg.Layers {
+		field := fmt.Sprintf("TurnConfig.Layers[%d]", i)
 		if l.Turn == 0 {
 			l.Turn = cfg.Timeout
 		}
 		if l.Turn != cfg.Timeout {
-			return nil, fmt.Errorf("tooltimeout: TurnConfig.Layers[%d].Turn = %s: differs from TurnConfig.Timeout %s", i, l.Turn, cfg.Timeout)
+			return nil, bad(field+".Turn", l.Turn, fmt.Sprintf("differs from TurnConfig.Timeout %s", cfg.Timeout))
 		}
 		if err := l.Validate(); err != nil {
-			return nil, fmt.Errorf("TurnConfig.Layers[%d]: %w", i, err)
+			rename := func(f string) string { return field + strings.TrimPrefix(f, "Layers") }
+			return nil, layersError(err, rename, field, cfg.Layers[i])
 		}
 	}
 	return &Turn{cfg: cfg}, nil

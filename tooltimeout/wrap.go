@@ -89,22 +89,30 @@ type Tool struct {
 // (it has Declaration and Run, as functiontool, agenttool and mcptoolset tools do).
 func Wrap(t tool.Tool, cfg Config) (*Tool, error) {
 	if t == nil {
-		return nil, errors.New("tooltimeout: tool is nil")
+		return nil, &ConfigError{Package: "tooltimeout", Field: "tool", Value: "nil", Problem: "is required"}
 	}
 	ft, ok := t.(functionTool)
 	if !ok {
-		return nil, fmt.Errorf("tooltimeout: tool %q (%T) has no Declaration and Run methods to wrap", t.Name(), t)
+		return nil, &ConfigError{Package: "tooltimeout", Field: "tool", Value: fmt.Sprintf("%T", t),
+			Problem: fmt.Sprintf("tool %q has no Declaration and Run methods to wrap", t.Name())}
 	}
 	if cfg.Timeout < 0 {
-		return nil, fmt.Errorf("tooltimeout: tool %q: Config.Timeout = %s: must not be negative", t.Name(), cfg.Timeout)
+		return nil, &ConfigError{Package: "tooltimeout", Field: "Config.Timeout", Value: cfg.Timeout,
+			Problem: fmt.Sprintf("must not be negative (tool %q)", t.Name())}
 	}
 	if cfg.Attempts != 0 || cfg.Backoff != 0 || cfg.SubAgentBudget != 0 || cfg.TurnBudget != 0 {
 		l := Layers{ToolTimeout: cfg.Timeout, Attempts: cfg.Attempts, Backoff: cfg.Backoff, SubAgent: cfg.SubAgentBudget, Turn: cfg.TurnBudget}
 		if err := l.Validate(); err != nil {
-			return nil, fmt.Errorf("tool %q: %w", t.Name(), err)
+			return nil, layersError(err, func(f string) string { return wrapFields[f] }, "Config.Timeout", cfg.Timeout)
 		}
 	}
 	return &Tool{inner: ft, timeout: cfg.Timeout, onAbandon: cfg.OnAbandon}, nil
+}
+
+// wrapFields names the Config field behind each Layers field Wrap checks.
+var wrapFields = map[string]string{
+	"Layers.ToolTimeout": "Config.Timeout", "Layers.Attempts": "Config.Attempts", "Layers.Backoff": "Config.Backoff",
+	"Layers.SubAgent": "Config.SubAgentBudget", "Layers.Turn": "Config.TurnBudget",
 }
 
 // MustWrap is Wrap that panics on error.

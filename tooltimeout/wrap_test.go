@@ -53,11 +53,11 @@ func TestWrapConfigErrors(t *testing.T) {
 		cfg     tooltimeout.Config
 		wantErr string
 	}{
-		{"nil", nil, tooltimeout.Config{}, "tooltimeout: tool is nil"},
-		{"not runnable", notRunnable{}, tooltimeout.Config{}, `tooltimeout: tool "bare" (tooltimeout_test.notRunnable) has no Declaration and Run methods to wrap`},
-		{"negative", ok, tooltimeout.Config{Timeout: -time.Second}, `tooltimeout: tool "t": Config.Timeout = -1s: must not be negative`},
+		{"nil", nil, tooltimeout.Config{}, "tooltimeout: tool = nil: is required"},
+		{"not runnable", notRunnable{}, tooltimeout.Config{}, `tooltimeout: tool = tooltimeout_test.notRunnable: tool "bare" has no Declaration and Run methods to wrap`},
+		{"negative", ok, tooltimeout.Config{Timeout: -time.Second}, `tooltimeout: Config.Timeout = -1s: must not be negative (tool "t")`},
 		{"does not fit", ok, tooltimeout.Config{Timeout: 5 * time.Second, Attempts: 3, Backoff: 1500 * time.Millisecond, SubAgentBudget: 10 * time.Second},
-			`tool "t": tooltimeout: layered timeouts do not fit: tool timeout 5s × 3 attempts + backoff 1.5s = 16.5s, more than the sub-agent budget 10s`},
+			`tooltimeout: Config.Timeout = 5s: layered timeouts do not fit: tool timeout 5s × 3 attempts + backoff 1.5s = 16.5s, more than the sub-agent budget 10s`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

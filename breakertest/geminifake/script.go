@@ -108,18 +108,21 @@ func (r Reply) validate(where string) error {
 	if r.Fail == nil {
 		return nil
 	}
+	bad := func(field string, v any, problem string) error {
+		return &ConfigError{Package: "geminifake", Field: where + ".Fail." + field, Value: v, Problem: problem, Err: ErrInvalid}
+	}
 	f := r.Fail
 	if f.Code < 400 || f.Code > 599 {
-		return fmt.Errorf("%w: %s.Fail.Code = %d: must be from 400 to 599", ErrInvalid, where, f.Code)
+		return bad("Code", f.Code, "must be from 400 to 599")
 	}
 	if f.AfterChunks < 0 {
-		return fmt.Errorf("%w: %s.Fail.AfterChunks = %d: must not be negative", ErrInvalid, where, f.AfterChunks)
+		return bad("AfterChunks", f.AfterChunks, "must not be negative")
 	}
 	if f.RetryDelay < 0 {
-		return fmt.Errorf("%w: %s.Fail.RetryDelay = %s: must not be negative", ErrInvalid, where, f.RetryDelay)
+		return bad("RetryDelay", f.RetryDelay, "must not be negative")
 	}
 	if strings.ContainsAny(f.RetryAfter, "\r\n") {
-		return fmt.Errorf("%w: %s.Fail.RetryAfter = %q: must be one header line", ErrInvalid, where, f.RetryAfter)
+		return bad("RetryAfter", f.RetryAfter, "must be one header line")
 	}
 	return nil
 }

@@ -11,9 +11,15 @@ import (
 	"testing"
 
 	"google.golang.org/genai"
+
+	"github.com/agentbreaker/agentbreaker"
 )
 
-// ErrInvalid is the sentinel wrapped by every error about a bad script value.
+// ConfigError is the error New and the script methods return for an invalid value;
+// it unwraps to ErrInvalid.
+type ConfigError = agentbreaker.ConfigError
+
+// ErrInvalid is the sentinel every *ConfigError about a bad script value unwraps to.
 var ErrInvalid = errors.New("geminifake: invalid value")
 
 // Config configures a Server. The zero value is ready to use.

@@ -24,6 +24,9 @@ type Problem struct {
 	Message string
 }
 
+// ConfigError is the type each of an *Error's problems is found as by errors.As.
+type ConfigError = agentbreaker.ConfigError
+
 // literal is a value shown as the file wrote it (a number, a bool), unquoted.
 type literal string
 
@@ -92,7 +95,7 @@ func (e *Error) Unwrap() []error {
 		if p.Line > 0 {
 			problem = fmt.Sprintf("%s (line %d)", problem, p.Line)
 		}
-		out[i] = &agentbreaker.ConfigError{Package: "depfile", Field: p.Path, Value: p.Value, Problem: problem}
+		out[i] = &ConfigError{Package: "depfile", Field: p.Path, Value: p.Value, Problem: problem}
 	}
 	return out
 }

@@ -41,7 +41,7 @@ func (b Backend) Validate() error {
 	}
 	switch {
 	case b.DSN == "":
-		return bad("Backend.DSN", `""`, "is required")
+		return bad("Backend.DSN", b.DSN, "is required")
 	case b.MaxConns < 0:
 		return bad("Backend.MaxConns", b.MaxConns, "must not be negative")
 	}

@@ -38,7 +38,7 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// 1 charge_card key-1
-	// journal/sqlite: Backend.Path = "a?b": must not contain '?'
+	// journal/sqlite: Backend.Path = a?b: must not contain '?'
 }
 
 // The journal's story on SQLite: a process records its intent and dies before the

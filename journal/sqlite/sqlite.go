@@ -44,9 +44,9 @@ func (b Backend) Validate() error {
 	}
 	switch {
 	case b.Path == "":
-		return bad("Backend.Path", `""`, "is required")
+		return bad("Backend.Path", b.Path, "is required")
 	case strings.Contains(b.Path, "?"):
-		return bad("Backend.Path", fmt.Sprintf("%q", b.Path), "must not contain '?'")
+		return bad("Backend.Path", b.Path, "must not contain '?'")
 	case b.BusyTimeout < 0:
 		return bad("Backend.BusyTimeout", b.BusyTimeout, "must not be negative")
 	case b.MaxConns < 0:

@@ -10,10 +10,15 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/model/openaimodel"
 
+	"github.com/agentbreaker/agentbreaker"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 )
 
-// ErrNoModel is returned by New when Config.Model is empty.
+// ConfigError is the error New returns for an invalid value.
+type ConfigError = agentbreaker.ConfigError
+
+// ErrNoModel is what the *ConfigError New returns unwraps to when Config.Model is
+// empty.
 var ErrNoModel = errors.New("openairoute: Config.Model is required")
 
 // Config configures New.
@@ -37,7 +42,7 @@ type Config struct {
 // and its requests sent through agentbreaker's model transport.
 func New(ctx context.Context, cfg Config) (model.LLM, error) {
 	if cfg.Model == "" {
-		return nil, ErrNoModel
+		return nil, &ConfigError{Package: "openairoute", Field: "Config.Model", Value: cfg.Model, Problem: "is required", Err: ErrNoModel}
 	}
 	wrap := modelfailover.NewTransport
 	if cfg.Failover != nil {

@@ -253,7 +253,7 @@ func TestConfirmUnknownReplaysNeedsJournal(t *testing.T) {
 	deps := dependencymap.MustNew(dependencymap.Config{})
 	r := retry.MustNew(retry.Config{})
 	_, err := callbacks.New(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{Retry: r, ConfirmUnknownReplays: true}})
-	require.ErrorContains(t, err, "Config.SideEffects.ConfirmUnknownReplays is true but Config.SideEffects.Journal is nil")
+	require.ErrorContains(t, err, "Config.SideEffects.ConfirmUnknownReplays = true: needs Config.SideEffects.Journal, which is nil")
 }
 
 // The crash child of TestCrashBetweenIntentAndOutcome: an agent that charges through

@@ -102,11 +102,11 @@ func TestQueueConfigErrors(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no admission", cfg: callbacks.Config{SideEffects: callbacks.SideEffects{QueueTools: map[string]callbacks.QueueTool{"t": {MaxWait: time.Minute}}}},
-			wantErr: "Config.SideEffects.Admission is nil"},
+			wantErr: "Config.SideEffects.Admission = nil: is required with Config.SideEffects.QueueTools"},
 		{name: "no wait", cfg: callbacks.Config{SideEffects: callbacks.SideEffects{QueueTools: map[string]callbacks.QueueTool{"t": {}}}},
 			wantErr: `Config.SideEffects.QueueTools["t"].MaxWait = 0s`},
 		{name: "empty name", cfg: callbacks.Config{SideEffects: callbacks.SideEffects{QueueTools: map[string]callbacks.QueueTool{"": {MaxWait: time.Minute}}}},
-			wantErr: `Config.SideEffects.QueueTools[""]`},
+			wantErr: `Config.SideEffects.QueueTools key = "": tool name is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

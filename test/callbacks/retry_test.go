@@ -309,7 +309,7 @@ func TestRetryConfigErrors(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{Journal: j}})
-	require.ErrorContains(t, err, "Config.SideEffects.Journal is set but Config.SideEffects.Retry is nil")
+	require.ErrorContains(t, err, "Config.SideEffects.Retry = nil: is required with Config.SideEffects.Journal")
 
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps})
 	_, err = cb.WithIdempotencyKey(nil)

@@ -280,9 +280,9 @@ func TestOpenValidates(t *testing.T) {
 	}{
 		{"no backend", journal.Config{}, "journal: Backend = nil: is required"},
 		{"no path", journal.Config{Backend: sqlite.Backend{}}, `Backend.Path = "": is required`},
-		{"path with query", journal.Config{Backend: sqlite.Backend{Path: "a?b"}}, `Backend.Path = "a?b": must not contain '?'`},
+		{"path with query", journal.Config{Backend: sqlite.Backend{Path: "a?b"}}, `Backend.Path = a?b: must not contain '?'`},
 		{"no dsn", journal.Config{Backend: postgres.Backend{}}, `Backend.DSN = "": is required`},
-		{"bad prefix", journal.Config{Backend: sqlite.Backend{Path: "x"}, Prefix: "Bad-Prefix"}, `Prefix = "Bad-Prefix"`},
+		{"bad prefix", journal.Config{Backend: sqlite.Backend{Path: "x"}, Prefix: "Bad-Prefix"}, `Prefix = Bad-Prefix: must be`},
 		{"nil lookup", journal.Config{Backend: sqlite.Backend{Path: "x"}, Lookups: map[string]journal.StatusLookup{"crm": nil}}, `Lookups["crm"] = nil`},
 		{"batch", journal.Config{Backend: sqlite.Backend{Path: "x"}, MaxBatch: 20000}, "MaxBatch = 20000"},
 		{"write timeout", journal.Config{Backend: sqlite.Backend{Path: "x"}, WriteTimeout: -time.Second}, "WriteTimeout = -1s"},

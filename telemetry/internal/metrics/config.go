@@ -54,7 +54,7 @@ func (c Config) WithDefaults(pkg string, sentinel error, buckets []float64) (Con
 		c.DurationBuckets = buckets
 	}
 	if len(c.DurationBuckets) == 0 {
-		return bad("DurationBuckets", "[]", "must hold at least one bound")
+		return bad("DurationBuckets", c.DurationBuckets, "must hold at least one bound")
 	}
 	for i, b := range c.DurationBuckets {
 		if !(b > 0) || math.IsInf(b, 0) || (i > 0 && b <= c.DurationBuckets[i-1]) {
