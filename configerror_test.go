@@ -276,6 +276,14 @@ func TestEveryConstructorReturnsConfigError(t *testing.T) {
 			wantPkg: "mcpguard", wantField: "Config.ListTimeout", wantValue: 2 * time.Hour,
 		},
 		{
+			name: "mcpguard.StatusLookup",
+			call: func() error {
+				_, err := mcpguard.StatusLookup(mcptoolset.Config{Endpoint: "http://127.0.0.1:1"}, "")
+				return err
+			},
+			wantPkg: "mcpguard", wantField: "StatusLookup tool", wantValue: "",
+		},
+		{
 			name: "modelfailover.New",
 			call: func() error {
 				_, err := modelfailover.New(modelfailover.Config{

@@ -44,16 +44,19 @@ const statusArgument = "idempotency_key"
 // refuses an empty tool name: serve the server over streamable HTTP (Endpoint) to look
 // statuses up. The returned lookup is safe for concurrent use.
 func StatusLookup(ts mcptoolset.Config, tool string) (journal.StatusLookup, error) {
+	bad := func(field string, v any, problem string) (journal.StatusLookup, error) {
+		return nil, &ConfigError{Package: "mcpguard", Field: field, Value: v, Problem: problem}
+	}
 	if tool == "" {
-		return nil, errors.New(`mcpguard: StatusLookup: tool = "": required (the server's read-only tool that answers by idempotency key)`)
+		return bad("StatusLookup tool", tool, "required (the server's read-only tool that answers by idempotency key)")
 	}
 	if ts.Transport == nil && ts.Endpoint == "" {
-		return nil, errors.New(`mcpguard: StatusLookup: Transport = nil and Endpoint = "": one is required`)
+		return bad("mcptoolset.Config.Transport", ts.Transport, `nil, and Endpoint is "": one is required`)
 	}
 	switch t := ts.Transport.(type) {
 	case *mcp.CommandTransport, *mcp.InMemoryTransport, *mcp.IOTransport, *mcp.StdioTransport:
-		return nil, fmt.Errorf("mcpguard: StatusLookup: Transport %T connects only once and cannot carry a lookup's session; "+
-			"serve the server over streamable HTTP (Endpoint) to look statuses up", t)
+		return bad("mcptoolset.Config.Transport", fmt.Sprintf("%T", t), "connects only once and cannot carry a lookup's session; "+
+			"serve the server over streamable HTTP (Endpoint) to look statuses up")
 	}
 	cfg, _, err := guardTransport(ts)
 	if err != nil {

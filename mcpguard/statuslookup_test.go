@@ -108,10 +108,10 @@ func TestStatusLookupRejectsWhatCannotWork(t *testing.T) {
 		tool    string
 		wantErr string
 	}{
-		{"no tool", mcptoolset.Config{Endpoint: "http://127.0.0.1:1/mcp"}, "", `StatusLookup: tool = "": required`},
+		{"no tool", mcptoolset.Config{Endpoint: "http://127.0.0.1:1/mcp"}, "", `StatusLookup tool = "": required`},
 		{"stdio", mcptoolset.Config{Transport: &mcp.CommandTransport{Command: exec.Command("true")}}, "charge_status",
-			"Transport *mcp.CommandTransport connects only once"},
-		{"in memory", mcptoolset.Config{Transport: mem}, "charge_status", "Transport *mcp.InMemoryTransport connects only once"},
+			"Transport = *mcp.CommandTransport: connects only once"},
+		{"in memory", mcptoolset.Config{Transport: mem}, "charge_status", "Transport = *mcp.InMemoryTransport: connects only once"},
 		{"no transport", mcptoolset.Config{}, "charge_status", "one is required"},
 	}
 	for _, tt := range tests {
