@@ -18,3 +18,22 @@ func TestSimulatePartialFlags(t *testing.T) {
 		}
 	}
 }
+
+// -by-priority runs both shapes of a partial outage: it needs -partial and no -shape.
+func TestSimulateByPriorityFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"simulate", "-by-priority"},
+		{"simulate", "-by-priority", "-partial", "0.6", "-shape", "capacity"},
+	} {
+		code, _, errOut := runCmd(t, args...)
+		if code == 0 || !strings.Contains(errOut, "-by-priority") {
+			t.Fatalf("%v: exit %d, %q", args, code, errOut)
+		}
+	}
+	_, out, _ := runCmd(t, "simulate", "-partial", "0.6", "-by-priority")
+	for _, want := range []string{"low shed", "capacity", "load-independent"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("no %q in\n%s", want, out)
+		}
+	}
+}

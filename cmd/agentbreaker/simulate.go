@@ -209,6 +209,7 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.quiet, "quiet", false, "print the summary without the minute-by-minute timeline")
 	partial := fs.String("partial", "", "comma-separated shares failing (e.g. 0.3,0.6,0.9): run partial outages instead and print their tables (see docs/partial-outages.md)")
 	shape := fs.String("shape", sim.ShapeCapacity, fmt.Sprintf("with -partial, what makes calls fail: %q (a capacity, 503 above it) or %q (the share fails at any load)", sim.ShapeCapacity, sim.ShapeLoadIndependent))
+	byPriority := fs.Bool("by-priority", false, "with -partial, run the throttle row alone in both shapes, half the turns low and half normal, and print the share of each priority it shed")
 	var sets scenarioSets
 	addScenarioFlags(fs, &sets)
 	fs.Usage = func() {
@@ -225,13 +226,8 @@ func simulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *partial != "" {
-		return simulatePartial(s, *partial, *shape, stdout)
-	}
-	shapeSet := false
-	fs.Visit(func(f *flag.Flag) { shapeSet = shapeSet || f.Name == "shape" })
-	if shapeSet {
-		return fmt.Errorf("-shape %s: only a partial outage has a shape; add -partial (e.g. -partial 0.6)", *shape)
+	if done, err := partialFlags(fs, s, *partial, *shape, *byPriority, stdout); done {
+		return err
 	}
 	if err := s.WithDefaults().Validate(); err != nil {
 		return explain(err)

@@ -45,6 +45,7 @@ type call struct {
 	ctx     agent.Context // agentbreaker: the tool context the callbacks pair by
 	gen     uint64        // consecutive: the breaker generation that admitted it
 	probe   bool
+	shed    bool // agentbreaker: the dependency's throttle shed it
 }
 
 // guard is what stands between a call and the dependency in one strategy.
@@ -236,6 +237,7 @@ func (g *abGuard) admit(c *call) (bool, answer) {
 	if res == nil && err == nil {
 		return true, answerData
 	}
+	c.shed = res[payloads.KeyResponseType] == payloads.TypeShed // firm or not
 	switch {
 	case err != nil:
 		return false, answerError

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,12 @@ type Partial struct {
 	// capacity that fails the load above it, or ShapeLoadIndependent, Failing of the
 	// calls failing at random whatever the load. Defaults to ShapeCapacity.
 	Shape string
+	// LowNormal gives half the turns low priority and half normal, alternating by turn,
+	// instead of a quarter at each of low, normal, high and critical. Defaults to false.
+	LowNormal bool
+	// Rows are the rows to run, a subset of PartialStrategies and the peers' names, in
+	// row order. Defaults to all of them.
+	Rows []string
 }
 
 // PartialThrottle is the throttle the partial-outage rows run: K = 1.25, so about a
@@ -91,62 +98,25 @@ type PartialResult struct {
 	Capacity float64 // calls per second the dependency handles during the outage (ShapeCapacity)
 	Shape    string  // ShapeCapacity or ShapeLoadIndependent
 	Result   *Result
+	// Shed is what each throttle row's throttle shed during the outage, by priority,
+	// keyed by row name.
+	Shed map[string]PriorityShed
 }
 
 // RunPartial simulates one partial outage once per row and returns the results in row
 // order: PartialStrategies, then the peers. The same input gives the same result.
 func RunPartial(p Partial, opt Options) (*PartialResult, error) {
-	if math.IsNaN(p.Failing) || p.Failing <= 0 || p.Failing > 1 {
-		return nil, &ConfigError{Package: "sim", Field: "failing", Value: p.Failing, Problem: "must be more than 0 and at most 1"}
-	}
-	s := p.Scenario
-	def := PartialScenario()
-	if s.TurnRate == 0 {
-		s.TurnRate = def.TurnRate
-	}
-	if s.Users == 0 {
-		s.Users = def.Users
-	}
-	if s.OutageMode == "" {
-		s.OutageMode = def.OutageMode
-	}
-	s.Strategies = []string{StrategyNaive, StrategyPolicy} // the rows Validate knows; the others are checked below
-	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	s.Strategies = PartialStrategies()
-	tc := p.Throttle
-	if tc.K == 0 {
-		tc.K = PartialThrottle.K
-	}
-	if tc.MinRequests == 0 {
-		tc.MinRequests = PartialThrottle.MinRequests
-	}
-	if tc.Window == 0 {
-		tc.Window = PartialThrottle.Window
-	}
-	if tc.Buckets == 0 {
-		tc.Buckets = PartialThrottle.Buckets
-	}
-	if _, err := throttle.New(tc); err != nil {
-		return nil, err
-	}
-	for i, pe := range p.Peers {
-		if pe.Name == "" || pe.New == nil {
-			return nil, &ConfigError{Package: "sim", Field: fmt.Sprintf("Peers[%d]", i), Value: pe.Name, Problem: "needs a Name and New"}
-		}
-	}
-	shape, err := partialShape(p.Shape)
+	s, px, err := partialSetup(p)
 	if err != nil {
 		return nil, err
 	}
-	base := s.TurnRate * float64(s.SubAgents)
-	px := &partialRun{capacity: (1 - p.Failing) * base, throttle: tc, peers: p.Peers, seed: s.Seed}
-	if shape == ShapeLoadIndependent {
-		px.fixed = p.Failing
+	names, err := partialRows(p)
+	if err != nil {
+		return nil, err
 	}
-	names := append(PartialStrategies(), peerNames(p.Peers)...)
+	if len(p.Rows) > 0 { // the scenario lists the rows run
+		s.Strategies = slices.DeleteFunc(s.Strategies, func(n string) bool { return !slices.Contains(names, n) })
+	}
 	res := &Result{Scenario: s, Start: Start}
 	for i, name := range names {
 		var progress func(time.Time)
@@ -165,7 +135,95 @@ func RunPartial(p Partial, opt Options) (*PartialResult, error) {
 	if opt.Progress != nil {
 		opt.Progress(1)
 	}
-	return &PartialResult{Failing: p.Failing, Capacity: px.capacity, Shape: shape, Result: res}, nil
+	pr := &PartialResult{Failing: p.Failing, Capacity: px.capacity, Shape: ShapeCapacity, Result: res, Shed: map[string]PriorityShed{}}
+	if px.fixed > 0 {
+		pr.Shape = ShapeLoadIndependent
+	}
+	for name, sc := range px.counters {
+		pr.Shed[name] = sc.result()
+	}
+	return pr, nil
+}
+
+// partialSetup checks p and returns the scenario it runs in and its partial run.
+func partialSetup(p Partial) (Scenario, *partialRun, error) {
+	if math.IsNaN(p.Failing) || p.Failing <= 0 || p.Failing > 1 {
+		return Scenario{}, nil, &ConfigError{Package: "sim", Field: "failing", Value: p.Failing, Problem: "must be more than 0 and at most 1"}
+	}
+	s := p.Scenario
+	def := PartialScenario()
+	if s.TurnRate == 0 {
+		s.TurnRate = def.TurnRate
+	}
+	if s.Users == 0 {
+		s.Users = def.Users
+	}
+	if s.OutageMode == "" {
+		s.OutageMode = def.OutageMode
+	}
+	s.Strategies = []string{StrategyNaive, StrategyPolicy} // the rows Validate knows; the others are checked below
+	s = s.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return Scenario{}, nil, err
+	}
+	s.Strategies = PartialStrategies()
+	tc := partialThrottle(p.Throttle)
+	if _, err := throttle.New(tc); err != nil {
+		return Scenario{}, nil, err
+	}
+	for i, pe := range p.Peers {
+		if pe.Name == "" || pe.New == nil {
+			return Scenario{}, nil, &ConfigError{Package: "sim", Field: fmt.Sprintf("Peers[%d]", i), Value: pe.Name, Problem: "needs a Name and New"}
+		}
+	}
+	shape, err := partialShape(p.Shape)
+	if err != nil {
+		return Scenario{}, nil, err
+	}
+	base := s.TurnRate * float64(s.SubAgents)
+	px := &partialRun{capacity: (1 - p.Failing) * base, throttle: tc, peers: p.Peers, seed: s.Seed,
+		lowNormal: p.LowNormal, counters: map[string]*shedCounter{}}
+	if shape == ShapeLoadIndependent {
+		px.fixed = p.Failing
+	}
+	return s, px, nil
+}
+
+// partialThrottle is tc with PartialThrottle's values for its zero fields.
+func partialThrottle(tc throttle.Config) throttle.Config {
+	if tc.K == 0 {
+		tc.K = PartialThrottle.K
+	}
+	if tc.MinRequests == 0 {
+		tc.MinRequests = PartialThrottle.MinRequests
+	}
+	if tc.Window == 0 {
+		tc.Window = PartialThrottle.Window
+	}
+	if tc.Buckets == 0 {
+		tc.Buckets = PartialThrottle.Buckets
+	}
+	return tc
+}
+
+// partialRows is the rows p runs, in row order.
+func partialRows(p Partial) ([]string, error) {
+	all := append(PartialStrategies(), peerNames(p.Peers)...)
+	if len(p.Rows) == 0 {
+		return all, nil
+	}
+	var out []string
+	for _, name := range all {
+		if slices.Contains(p.Rows, name) {
+			out = append(out, name)
+		}
+	}
+	for _, name := range p.Rows {
+		if !slices.Contains(all, name) {
+			return nil, &ConfigError{Package: "sim", Field: "Rows", Value: name, Problem: "unknown row"}
+		}
+	}
+	return out, nil
 }
 
 func peerNames(ps []Peer) []string {
@@ -183,18 +241,33 @@ type partialRun struct {
 	peers    []Peer
 	seed     uint64
 	fixed    float64 // ShapeLoadIndependent: the share failing at any load; 0 for ShapeCapacity
+	// lowNormal: half the turns low and half normal (Partial.LowNormal).
+	lowNormal bool
+	// counters holds each throttle row's shedCounter, by row name; shared by the
+	// fresh copies.
+	counters map[string]*shedCounter
 
 	// Per run (fresh copies them empty).
-	slots [10]int // calls sent per tenth of LoadWindow, a ring
-	last  int64   // the slot index (time / (LoadWindow/10)) last written
+	slots   [10]int      // calls sent per tenth of LoadWindow, a ring
+	last    int64        // the slot index (time / (LoadWindow/10)) last written
+	counter *shedCounter // the run's calls by priority; nil for a row without a throttle
 }
 
-// fresh is the partial run with its load counters empty, for one strategy.
-func (px *partialRun) fresh() *partialRun {
+// fresh is the partial run with its load counters empty, for the strategy name.
+func (px *partialRun) fresh(name string) *partialRun {
 	if px == nil {
 		return nil
 	}
-	return &partialRun{capacity: px.capacity, throttle: px.throttle, peers: px.peers, seed: px.seed, fixed: px.fixed}
+	return &partialRun{capacity: px.capacity, throttle: px.throttle, peers: px.peers, seed: px.seed, fixed: px.fixed,
+		lowNormal: px.lowNormal, counters: px.counters}
+}
+
+// countsShed starts counting the run's calls by priority, for a row with a throttle.
+func (px *partialRun) countsShed(name string) {
+	px.counter = newShedCounter(px.throttle)
+	if px.counters != nil {
+		px.counters[name] = px.counter
+	}
 }
 
 const slotWidth = LoadWindow / 10
@@ -240,13 +313,22 @@ func (px *partialRun) failing(now time.Time, healthy float64) float64 {
 	return math.Max(healthy, 1-px.capacity/load)
 }
 
-// turnContext gives each turn a priority: a quarter each of low, normal, high and
-// critical, in turn order, as an application marking its users' requests would.
+// turnContext gives each turn its priority, as an application marking its users'
+// requests would.
 func (px *partialRun) turnContext(ctx context.Context, id int) context.Context {
 	if px == nil {
 		return ctx
 	}
-	return throttle.WithPriority(ctx, throttle.Priorities()[id%4])
+	return throttle.WithPriority(ctx, px.priority(id))
+}
+
+// priority is turn id's priority: a quarter each of low, normal, high and critical in
+// turn order, or with lowNormal half low and half normal.
+func (px *partialRun) priority(id int) throttle.Priority {
+	if px.lowNormal {
+		return throttle.Priorities()[id%2]
+	}
+	return throttle.Priorities()[id%4]
 }
 
 // guard sets up the partial-outage strategies and the peers.
@@ -274,6 +356,7 @@ func (px *partialRun) guard(x *sim, name string, sr *StrategyResult) (bool, erro
 			return false, err
 		}
 		x.g = g
+		x.px.countsShed(name)
 		sr.Breaker = name == StrategyBreakerThrottle
 		sr.Description = fmt.Sprintf("agentbreaker callbacks with the throttle (K %g, ≥%d requests in %v; priorities low/normal/high/critical by turn)",
 			tc.K, tc.MinRequests, tc.Window)

@@ -85,7 +85,8 @@ type turn struct {
 	pending  int   // sub-agent calls of this issue not finished
 	failed   []int // sub-agents whose call of this issue got no data
 	invite   float64
-	inFlight int // calls sent and not finished
+	inFlight int  // calls sent and not finished
+	served   bool // a call of it succeeded: the throttle ranks its later calls critical
 	done     bool
 	ended    bool
 }
@@ -96,7 +97,7 @@ func runStrategy(s Scenario, name string, progress func(time.Time)) (*StrategyRe
 
 func runStrategyWith(s Scenario, name string, progress func(time.Time), px *partialRun) (*StrategyResult, error) {
 	e := newEngine(Start)
-	x := &sim{s: s, e: e, rnd: newStreams(s.Seed), end: Start.Add(s.Duration), px: px.fresh()}
+	x := &sim{s: s, e: e, rnd: newStreams(s.Seed), end: Start.Add(s.Duration), px: px.fresh(name)}
 	x.rec = newRecorder(s, Start)
 	sr := &StrategyResult{Name: name}
 	switch name {
@@ -206,6 +207,7 @@ func (x *sim) attempt(t *turn, sub, n int) {
 		args: map[string]any{"sub_agent": sub, "turn": t.id}}
 	now := x.e.now
 	ok, ans := x.g.admit(c)
+	x.px.countShed(x, c, now, ok)
 	if !ok {
 		x.rec.rejected(now)
 		if ans == answerError && n < x.g.clientAttempts() {
@@ -240,6 +242,7 @@ func (x *sim) attempt(t *turn, sub, n int) {
 		t.inFlight--
 		x.rec.completed(now, failed) // in the bin it was sent in, so failed ≤ calls per bin
 		x.g.finish(c, failed, timedOut, retryAfter)
+		t.served = t.served || !failed
 		switch {
 		case !failed:
 			x.subDone(t, sub, answerData)

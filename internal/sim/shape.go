@@ -101,6 +101,7 @@ func (px *partialRun) candidate(x *sim, name string, sr *StrategyResult) (bool, 
 	if tc != nil {
 		r := rand.New(rand.NewPCG(px.seed, 6))
 		tc.Rand = r.Uint64 // the engine runs one event at a time
+		px.countsShed(name)
 	}
 	g, err := newABGuardBudget(x.s, p, x.e, x.rec, x.rnd, tc, bc)
 	if err != nil {

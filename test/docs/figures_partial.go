@@ -44,3 +44,29 @@ func init() {
 		}
 	}
 }
+
+// priorityFigure is one cell of the table `agentbreaker simulate -partial 0.6
+// -by-priority` prints: for a shape, the share of low or normal calls shed, of low
+// calls shed where normal ones were, or of normal calls shed beside a low call sent.
+func priorityFigure(shape string, column int) figure {
+	cmd := "agentbreaker simulate -partial 0.6 -by-priority"
+	return figure{cmd: cmd, value: func(out []byte) (string, error) {
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) == 5 && f[0] == shape {
+				return f[column], nil
+			}
+		}
+		return "", fmt.Errorf("no shape %s in %q's table", shape, cmd)
+	}}
+}
+
+// The shed-by-priority table of docs/partial-outages.md:
+// priority.<shape>.<low|normal|low_where_normal|normal_beside_low>.
+func init() {
+	for _, shape := range sim.Shapes() {
+		name := "priority." + strings.ReplaceAll(shape, "-", "_") + "."
+		for i, col := range []string{"low", "normal", "low_where_normal", "normal_beside_low"} {
+			figures[name+col] = priorityFigure(shape, i+1)
+		}
+	}
+}
