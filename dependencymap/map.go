@@ -66,34 +66,8 @@ type snapshot struct {
 // problem it finds; a policy, throttle or adaptive limit refused by its own package
 // is named by its place in Config (Dependencies["crm"].Policy.Window).
 func New(cfg Config) (*Map, error) {
-	bad := func(field string, v any, problem string) error {
-		return &ConfigError{Package: "dependencymap", Field: field, Value: v, Problem: problem}
-	}
-	if cfg.MaxDependencies == 0 {
-		cfg.MaxDependencies = 1000
-	}
-	if cfg.MaxDependencies < 0 {
-		return nil, bad("MaxDependencies", cfg.MaxDependencies, "must be positive")
-	}
-	switch cfg.Unannotated {
-	case OwnKey, Exempt:
-	case SharedKey:
-		if cfg.UnannotatedKey == "" {
-			return nil, bad("UnannotatedKey", cfg.UnannotatedKey, "required when Unannotated is shared")
-		}
-	default:
-		return nil, bad("Unannotated", cfg.Unannotated, fmt.Sprintf("must be own_key, shared or exempt, not %d", cfg.Unannotated))
-	}
-	if err := checkPolicy(merge(DefaultToolPolicy, cfg.Default)); err != nil {
-		return nil, configerr.Relabel(err, "dependencymap", "Policy.", "Default.")
-	}
-	if err := checkPolicy(merge(DefaultModelPolicy, cfg.ModelDefault)); err != nil {
-		return nil, configerr.Relabel(err, "dependencymap", "Policy.", "ModelDefault.")
-	}
-	if d := cfg.MaxProbeInterval; d != 0 && (d < 10*time.Millisecond || d > time.Hour) {
-		return nil, bad("MaxProbeInterval", d, "must be 0 (the default) or between 10ms and 1h")
-	}
-	if err := checkNames(cfg); err != nil {
+	cfg, err := cfg.checked()
+	if err != nil {
 		return nil, err
 	}
 	m := &Map{cfg: cfg, toolDefault: merge(DefaultToolPolicy, cfg.Default)}
@@ -107,54 +81,13 @@ func New(cfg Config) (*Map, error) {
 	}
 	for i, tool := range cfg.ExemptTools {
 		if tool == "" {
-			return nil, bad(fmt.Sprintf("ExemptTools[%d]", i), tool, "tool name is empty")
+			return nil, badConfig(fmt.Sprintf("ExemptTools[%d]", i), tool, "tool name is empty")
 		}
 		s.tools[tool] = nil
 	}
 	for _, key := range slices.Sorted(maps.Keys(cfg.Dependencies)) {
-		dep := cfg.Dependencies[key]
-		field := fmt.Sprintf("Dependencies[%q]", key)
-		if key == "" {
-			return nil, bad("Dependencies key", key, "dependency key is empty")
-		}
-		b, err := m.newBreaker(key, merge(m.toolDefault, dep.Policy), fmt.Sprintf("dependency %q", key))
-		if err != nil {
-			return nil, configerr.Relabel(err, "dependencymap", "Policy.", field+".Policy.")
-		}
-		s.keys[key] = b
-		if dep.Probe != nil {
-			if err := dep.Probe.check(key); err != nil {
-				return nil, err
-			}
-		}
-		if err := m.addThrottle(key, dep); err != nil {
-			return nil, configerr.Relabel(err, "dependencymap", "", field+".Throttle.")
-		}
-		if err := m.addLimiter(key, dep.Adaptive, fmt.Sprintf("dependency %q", key)); err != nil {
-			return nil, configerr.Relabel(err, "dependencymap", "", field+".Adaptive.")
-		}
-		for i, tool := range dep.Tools {
-			tf := fmt.Sprintf("%s.Tools[%d]", field, i)
-			switch other, dup := s.toolOf[tool]; {
-			case tool == "":
-				return nil, bad(tf, tool, "tool name is empty")
-			case dup:
-				return nil, bad(tf, tool, fmt.Sprintf("already listed under dependency %q", other))
-			case slices.Contains(cfg.ExemptTools, tool):
-				return nil, bad(tf, tool, "also listed in ExemptTools")
-			}
-			s.tools[tool] = b
-			s.toolOf[tool] = key
-		}
-		for i, host := range dep.Hosts {
-			hf := fmt.Sprintf("%s.Hosts[%d]", field, i)
-			if host == "" {
-				return nil, bad(hf, host, "host is empty")
-			}
-			if _, dup := s.hosts[host]; dup {
-				return nil, bad(hf, host, "already listed under another dependency")
-			}
-			s.hosts[host] = b
+		if err := m.addDependency(s, key, cfg.Dependencies[key]); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.Unannotated == SharedKey {
@@ -167,25 +100,117 @@ func New(cfg Config) (*Map, error) {
 		}
 	}
 	for i, me := range cfg.Models {
-		field := fmt.Sprintf("Models[%d]", i)
-		if me.Model == "" {
-			return nil, bad(field+".Model", me.Model, "model name is empty")
-		}
-		key := ModelKey(me.Model, me.Region)
-		if _, dup := s.models[key]; dup {
-			return nil, bad(field, key, "listed twice")
-		}
-		b, err := m.newBreaker(key, merge(merge(DefaultModelPolicy, cfg.ModelDefault), me.Policy), fmt.Sprintf("model endpoint %q", key))
-		if err != nil {
-			return nil, configerr.Relabel(err, "dependencymap", "Policy.", field+".Policy.")
-		}
-		s.models[key] = b
-		if err := m.addLimiter(key, me.Adaptive, fmt.Sprintf("Models[%d] (%s)", i, key)); err != nil {
-			return nil, configerr.Relabel(err, "dependencymap", "", field+".Adaptive.")
+		if err := m.addModel(s, i, me); err != nil {
+			return nil, err
 		}
 	}
 	m.snap.Store(s)
 	return m, nil
+}
+
+// badConfig is New's *ConfigError for field holding v.
+func badConfig(field string, v any, problem string) error {
+	return &ConfigError{Package: "dependencymap", Field: field, Value: v, Problem: problem}
+}
+
+// checked fills cfg's defaults and checks its map-wide fields: the first problem is
+// a *ConfigError naming the field and the value.
+func (cfg Config) checked() (Config, error) {
+	if cfg.MaxDependencies == 0 {
+		cfg.MaxDependencies = 1000
+	}
+	if cfg.MaxDependencies < 0 {
+		return cfg, badConfig("MaxDependencies", cfg.MaxDependencies, "must be positive")
+	}
+	switch cfg.Unannotated {
+	case OwnKey, Exempt:
+	case SharedKey:
+		if cfg.UnannotatedKey == "" {
+			return cfg, badConfig("UnannotatedKey", cfg.UnannotatedKey, "required when Unannotated is shared")
+		}
+	default:
+		return cfg, badConfig("Unannotated", cfg.Unannotated, fmt.Sprintf("must be own_key, shared or exempt, not %d", cfg.Unannotated))
+	}
+	if err := checkPolicy(merge(DefaultToolPolicy, cfg.Default)); err != nil {
+		return cfg, configerr.Relabel(err, "dependencymap", "Policy.", "Default.")
+	}
+	if err := checkPolicy(merge(DefaultModelPolicy, cfg.ModelDefault)); err != nil {
+		return cfg, configerr.Relabel(err, "dependencymap", "Policy.", "ModelDefault.")
+	}
+	if d := cfg.MaxProbeInterval; d != 0 && (d < 10*time.Millisecond || d > time.Hour) {
+		return cfg, badConfig("MaxProbeInterval", d, "must be 0 (the default) or between 10ms and 1h")
+	}
+	return cfg, checkNames(cfg)
+}
+
+// addDependency builds the breaker, probe, throttle and limit of the dependency key
+// and binds its tools and hosts in s.
+func (m *Map) addDependency(s *snapshot, key string, dep Dependency) error {
+	field := fmt.Sprintf("Dependencies[%q]", key)
+	if key == "" {
+		return badConfig("Dependencies key", key, "dependency key is empty")
+	}
+	b, err := m.newBreaker(key, merge(m.toolDefault, dep.Policy), fmt.Sprintf("dependency %q", key))
+	if err != nil {
+		return configerr.Relabel(err, "dependencymap", "Policy.", field+".Policy.")
+	}
+	s.keys[key] = b
+	if dep.Probe != nil {
+		if err := dep.Probe.check(key); err != nil {
+			return err
+		}
+	}
+	if err := m.addThrottle(key, dep); err != nil {
+		return configerr.Relabel(err, "dependencymap", "", field+".Throttle.")
+	}
+	if err := m.addLimiter(key, dep.Adaptive, fmt.Sprintf("dependency %q", key)); err != nil {
+		return configerr.Relabel(err, "dependencymap", "", field+".Adaptive.")
+	}
+	for i, tool := range dep.Tools {
+		tf := fmt.Sprintf("%s.Tools[%d]", field, i)
+		switch other, dup := s.toolOf[tool]; {
+		case tool == "":
+			return badConfig(tf, tool, "tool name is empty")
+		case dup:
+			return badConfig(tf, tool, fmt.Sprintf("already listed under dependency %q", other))
+		case slices.Contains(m.cfg.ExemptTools, tool):
+			return badConfig(tf, tool, "also listed in ExemptTools")
+		}
+		s.tools[tool] = b
+		s.toolOf[tool] = key
+	}
+	for i, host := range dep.Hosts {
+		hf := fmt.Sprintf("%s.Hosts[%d]", field, i)
+		if host == "" {
+			return badConfig(hf, host, "host is empty")
+		}
+		if _, dup := s.hosts[host]; dup {
+			return badConfig(hf, host, "already listed under another dependency")
+		}
+		s.hosts[host] = b
+	}
+	return nil
+}
+
+// addModel builds the breaker and limit of the i-th model endpoint in s.
+func (m *Map) addModel(s *snapshot, i int, me ModelEndpoint) error {
+	field := fmt.Sprintf("Models[%d]", i)
+	if me.Model == "" {
+		return badConfig(field+".Model", me.Model, "model name is empty")
+	}
+	key := ModelKey(me.Model, me.Region)
+	if _, dup := s.models[key]; dup {
+		return badConfig(field, key, "listed twice")
+	}
+	b, err := m.newBreaker(key, merge(merge(DefaultModelPolicy, m.cfg.ModelDefault), me.Policy), fmt.Sprintf("model endpoint %q", key))
+	if err != nil {
+		return configerr.Relabel(err, "dependencymap", "Policy.", field+".Policy.")
+	}
+	s.models[key] = b
+	if err := m.addLimiter(key, me.Adaptive, fmt.Sprintf("Models[%d] (%s)", i, key)); err != nil {
+		return configerr.Relabel(err, "dependencymap", "", field+".Adaptive.")
+	}
+	return nil
 }
 
 // MustNew is New for configurations known to be valid; it panics on error.
