@@ -34,8 +34,12 @@ type Config struct {
 	Rand func() float64
 	// Journal, when set, makes the intent of each attempt of an operation not declared
 	// Idempotent durable before it is sent, and records its outcome; an idempotent
-	// operation's attempts are safe to repeat and write nothing. Defaults to none.
+	// operation's attempts are safe to repeat and write nothing, unless JournalAll is
+	// set. Defaults to none.
 	Journal Journal
+	// JournalAll records the attempts of idempotent operations in Journal too, as an
+	// audit trail of every call (one write per attempt more). Defaults to false.
+	JournalAll bool
 	// Logger, when set, receives one record per attempt. Defaults to none.
 	Logger *slog.Logger
 	// Redactor decides what of an attempt's error text the Logger and the OnAttempt

@@ -228,7 +228,7 @@ func (run *Run) allowBreaker(ctx context.Context, a *Attempt, now time.Time) err
 // and leaves the run open; any other journal error ends the run.
 func (run *Run) recordIntent(ctx context.Context, a *Attempt, now time.Time) error {
 	j := run.r.cfg.Journal
-	if j == nil || run.op.Idempotent {
+	if j == nil || (run.op.Idempotent && !run.r.cfg.JournalAll) {
 		// Only an operation a repeat could harm needs its intent durable: a read-only
 		// or idempotent call is safe to send again whatever became of the last one.
 		return nil

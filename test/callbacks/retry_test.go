@@ -379,7 +379,7 @@ func TestReadRetriedAfterTimeoutLeavesNoBacklog(t *testing.T) {
 			j, err = journal.Open(context.Background(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}, Clock: f.Clock})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = j.Close() })
-			cfg.SideEffects.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: f.Clock})
+			cfg.SideEffects.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), JournalAll: true, Clock: f.Clock})
 			cfg.SideEffects.Journal = j
 		},
 		ToolsOf: func(f *callbackstest.Fixture) []tool.Tool {

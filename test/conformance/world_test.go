@@ -240,7 +240,7 @@ func newWorld(t *testing.T, s setup) *world {
 	}
 
 	w.retrier = retry.MustNew(retry.Config{
-		Journal: j.ForRetry(), Clock: w.clk, Sleeper: &retry.FakeSleeper{}, Logger: logger,
+		Journal: j.ForRetry(), JournalAll: true, Clock: w.clk, Sleeper: &retry.FakeSleeper{}, Logger: logger,
 		OnAttempt: []func(context.Context, retry.Event){func(_ context.Context, e retry.Event) { w.attempts.add(e) }},
 	})
 	w.guard = callbacks.MustNew(callbacks.Config{

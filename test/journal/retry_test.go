@@ -205,7 +205,7 @@ func TestUnknownChargeIsJournaledAndSettledAfterRestart(t *testing.T) {
 func TestReadThatSucceededOnRetryLeavesNoBacklog(t *testing.T) {
 	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
 		j := journaltest.Open(t, b.Config(t))
-		r := retry.MustNew(retry.Config{Journal: j.ForRetry(), Sleeper: &retry.FakeSleeper{}})
+		r := retry.MustNew(retry.Config{Journal: j.ForRetry(), JournalAll: true, Sleeper: &retry.FakeSleeper{}})
 		calls := 0
 		res := r.Do(t.Context(), retry.Operation{Dependency: "crm", Tool: "lookup_customer", Args: map[string]any{"id": 7},
 			Idempotent: true, Reconcile: j.Reconciler()}, func(context.Context, retry.Info) (classify.Classification, error) {
