@@ -72,9 +72,9 @@ type Failover struct {
 	obs        Observer
 	// added are the observers attached after New (internal/attach, for the
 	// telemetry's Wire), called after obs.
-	added  atomic.Pointer[[]Observer]
-	bounds bounds
-	message    string
+	added   atomic.Pointer[[]Observer]
+	bounds  bounds
+	message string
 
 	serving atomic.Int64 // index of the serving route; -1 = Unavailable. Written under mu.
 	share   *shareWindow
