@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
@@ -45,6 +46,7 @@ const JournalTimeout = time.Second
 // wiring is what Wire attached, so that wiring again, or wiring beside the listeners
 // and hooks a user gave by hand, counts every event once. Guarded by its mu.
 type wiring struct {
+	any     atomic.Bool // a part was wired: the user's paths record what they deliver
 	mu      sync.Mutex
 	done    map[any]bool             // parts already wired
 	heard   map[string]breaker.Event // per breaker, the latest event a user's listener delivered
@@ -54,6 +56,7 @@ type wiring struct {
 	journal interface {
 		Backlog(ctx context.Context) (n int, oldest time.Time, err error)
 	}
+	journalFailing bool // the last reading failed: the next failure is not logged again
 }
 
 // Wire attaches every part set in p: onBreaker receives the map's transitions (the
@@ -68,6 +71,10 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 		defer s.wire.mu.Unlock()
 		if s.wire.done == nil {
 			s.wire.done = map[any]bool{}
+		}
+		s.wire.any.Store(true)
+		if !reflect.ValueOf(part).Comparable() {
+			return true // a user's journal type that cannot key a map: no memory of it
 		}
 		if s.wire.done[part] {
 			return false
@@ -85,7 +92,7 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 			}
 		})
 	}
-	if f := p.Failover; f != nil {
+	if f := p.Failover; f != nil && first(f) {
 		o := s.ModelObserver()
 		o.Watch(f)
 		s.wire.mu.Lock()
@@ -99,7 +106,7 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 	if p.Fleet != nil {
 		s.WatchFleet(p.Fleet)
 	}
-	if p.Journal != nil {
+	if p.Journal != nil && first(p.Journal) {
 		s.wire.mu.Lock()
 		s.wire.journal = p.Journal
 		s.wire.mu.Unlock()
@@ -117,7 +124,7 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 // wired listener, called next for the same event, then skips it. A breaker delivers
 // its events one at a time, to its listeners in order, so the two are adjacent.
 func (s *State) Heard(e breaker.Event) {
-	if s == nil {
+	if s == nil || !s.wire.any.Load() {
 		return
 	}
 	s.wire.mu.Lock()
@@ -166,7 +173,7 @@ func budgetStopped(e retry.Event) bool { return e.Stop == retry.ReasonBudgetExha
 // retrier is wired: the wired hook, called after the user's for the same event, then
 // skips it.
 func (s *State) HeardRetry(ctx context.Context, e retry.Event) {
-	if s == nil || !budgetStopped(e) {
+	if s == nil || !budgetStopped(e) || !s.wire.any.Load() {
 		return
 	}
 	s.wire.mu.Lock()
@@ -189,6 +196,9 @@ func (w *wiring) hearLocked(k any) {
 
 // hear remembers k when something is wired.
 func (w *wiring) hear(k any) {
+	if !w.any.Load() {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done != nil {
@@ -258,8 +268,14 @@ func (s *State) pollJournal() {
 	ctx, cancel := context.WithTimeout(context.Background(), JournalTimeout)
 	defer cancel()
 	n, oldest, err := j.Backlog(ctx)
+	s.wire.mu.Lock()
+	failing := s.wire.journalFailing
+	s.wire.journalFailing = err != nil
+	s.wire.mu.Unlock()
 	if err != nil {
-		s.log.Warn("agentbreaker: reading the journal backlog failed; the gauges keep their last value", redact.ErrorAttr("error", err))
+		if !failing { // once per spell of failures, not at every scrape
+			s.log.Warn("agentbreaker: reading the journal backlog failed; the gauges keep their last value", redact.ErrorAttr("error", err))
+		}
 		return
 	}
 	s.JournalPending(n, oldest)
