@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -292,5 +293,55 @@ func TestWireReadsLaterKeysAndNothingElse(t *testing.T) {
 				require.False(t, strings.HasPrefix(k, absent), "%s: %s without its part", name, k)
 			}
 		}
+	}
+}
+
+// growingSource is a map whose throttles and limits grow after it was wired, as a
+// dependency map's would if it gained a throttled key: the collection reads the lists
+// at every scrape.
+type growingSource struct {
+	mu        sync.Mutex
+	throttles []*throttle.Throttle
+	limits    []*adaptivelimit.Limiter
+}
+
+func (g *growingSource) Throttles() []*throttle.Throttle {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.throttles)
+}
+
+func (g *growingSource) Limiters() []*adaptivelimit.Limiter {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.limits)
+}
+
+// TestWatchedThrottlesAndLimitsAreReadAtScrape watches a source before it has any
+// throttle or limit, then adds one of each: both report on both paths without another
+// call. (A dependency map builds its throttles and limits in New; this is what makes a
+// map that gains one later report it.)
+func TestWatchedThrottlesAndLimitsAreReadAtScrape(t *testing.T) {
+	b := newBoth(t, 0, 0)
+	src := &growingSource{}
+	b.tel.WatchThrottles(src)
+	b.tel.WatchLimits(src)
+	b.otel.m.WatchThrottles(src)
+	b.otel.m.WatchLimits(src)
+	require.NotContains(t, families(t, b.prom), "agentbreaker_throttle_shed_total")
+
+	th, err := throttle.New(throttle.Config{Name: "search", Clock: b.clk})
+	require.NoError(t, err)
+	lim, err := adaptivelimit.New(adaptivelimit.Config{Name: "search", Clock: b.clk})
+	require.NoError(t, err)
+	src.mu.Lock()
+	src.throttles, src.limits = append(src.throttles, th), append(src.limits, lim)
+	src.mu.Unlock()
+
+	for name, g := range map[string]map[string]sample{"prometheus": gather(t, b.prom, ""), "opentelemetry": gather(t, b.otel.reg, "otel_scope_")} {
+		require.Contains(t, g, `agentbreaker_throttle_shed_share{dependency="search"}`, name)
+		require.Contains(t, g, `agentbreaker_throttle_shed_total{dependency="search",priority="low"}`, name)
+		require.Contains(t, g, `agentbreaker_adaptive_limit{dependency="search"}`, name)
+		require.Contains(t, g, `agentbreaker_adaptive_limit_refused_total{dependency="search",priority="critical"}`, name)
 	}
 }
