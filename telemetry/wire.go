@@ -2,10 +2,16 @@ package telemetry
 
 import "github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
 
-// Parts is what the application built, for [Telemetry.Wire]: the dependency map and
-// any of the model failover wrapper, fleet mode, the dispatch-intent journal and the
-// retry orchestrator. A nil part is not configured and exports nothing. It is
-// otelmetrics.Parts, the same type, so one value wires both paths.
+// Parts is what the application built, for [Telemetry.Wire]; a nil field is a part not
+// configured, which exports nothing. Its fields:
+//
+//	Dependencies *dependencymap.Map      // breakers, transitions, throttles, adaptive limits
+//	Failover     *modelfailover.Failover // failovers, fallback calls, serving route, fallback share
+//	Fleet        FleetSource             // fleet mode: a *fleet.Fleet
+//	Journal      interface{ Backlog }    // a *journal.Journal: its backlog, read at every collection
+//	Retrier      *retry.Retrier          // operations its retry budget stopped
+//
+// It is otelmetrics.Parts, the same type, so one value wires both paths.
 type Parts = metrics.Parts
 
 // Wire exports every family of every part in p, with no further call per part:

@@ -46,7 +46,7 @@ const JournalTimeout = time.Second
 // wiring is what Wire attached, so that wiring again, or wiring beside the listeners
 // and hooks a user gave by hand, counts every event once. Guarded by its mu.
 type wiring struct {
-	any     atomic.Bool // a part was wired: the user's paths record what they deliver
+	wired   atomic.Bool // a part was wired: the user's paths record what they deliver
 	mu      sync.Mutex
 	done    map[any]bool             // parts already wired
 	heard   map[string]breaker.Event // per breaker, the latest event a user's listener delivered
@@ -72,7 +72,7 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 		if s.wire.done == nil {
 			s.wire.done = map[any]bool{}
 		}
-		s.wire.any.Store(true)
+		s.wire.wired.Store(true)
 		if !reflect.ValueOf(part).Comparable() {
 			return true // a user's journal type that cannot key a map: no memory of it
 		}
@@ -124,7 +124,7 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 // wired listener, called next for the same event, then skips it. A breaker delivers
 // its events one at a time, to its listeners in order, so the two are adjacent.
 func (s *State) Heard(e breaker.Event) {
-	if s == nil || !s.wire.any.Load() {
+	if s == nil || !s.wire.wired.Load() {
 		return
 	}
 	s.wire.mu.Lock()
@@ -173,7 +173,7 @@ func budgetStopped(e retry.Event) bool { return e.Stop == retry.ReasonBudgetExha
 // retrier is wired: the wired hook, called after the user's for the same event, then
 // skips it.
 func (s *State) HeardRetry(ctx context.Context, e retry.Event) {
-	if s == nil || !budgetStopped(e) || !s.wire.any.Load() {
+	if s == nil || !budgetStopped(e) || !s.wire.wired.Load() {
 		return
 	}
 	s.wire.mu.Lock()
@@ -196,7 +196,7 @@ func (w *wiring) hearLocked(k any) {
 
 // hear remembers k when something is wired.
 func (w *wiring) hear(k any) {
-	if !w.any.Load() {
+	if !w.wired.Load() {
 		return
 	}
 	w.mu.Lock()
