@@ -36,6 +36,9 @@ type Map struct {
 	// remembered counts the unannotated tool names recorded in shared and exempt modes;
 	// at most MaxDependencies are.
 	remembered atomic.Int64
+	// added are the listeners attached after New (internal/attach, for the
+	// telemetry's Wire): every breaker of the map calls them after OnStateChange's.
+	added atomic.Pointer[[]func(breaker.Event)]
 
 	// Set by New and never changed: only listed dependencies have throttles.
 	throttles map[string]*throttle.Throttle     // dependency key -> throttle
@@ -228,7 +231,8 @@ func (m *Map) newBreaker(name string, p breaker.Policy, what string) (*breaker.B
 	if p.Version == "" {
 		p.Version = m.cfg.PolicyVersion
 	}
-	b, err := breaker.New(breaker.Config{Name: name, Policy: p, Clock: m.cfg.Clock, Rand: m.cfg.Rand, OnStateChange: m.cfg.OnStateChange})
+	listeners := append(slices.Clip(m.cfg.OnStateChange), m.dispatch)
+	b, err := breaker.New(breaker.Config{Name: name, Policy: p, Clock: m.cfg.Clock, Rand: m.cfg.Rand, OnStateChange: listeners})
 	if err != nil {
 		return nil, fmt.Errorf("dependencymap: %s: %w", what, err)
 	}

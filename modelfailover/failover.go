@@ -70,8 +70,11 @@ type Failover struct {
 	log        *slog.Logger
 	onFailover func(Event)
 	obs        Observer
-	bounds     bounds
-	message    string
+	// added are the observers attached after New (internal/attach, for the
+	// telemetry's Wire), called after obs.
+	added   atomic.Pointer[[]Observer]
+	bounds  bounds
+	message string
 
 	serving atomic.Int64 // index of the serving route; -1 = Unavailable. Written under mu.
 	share   *shareWindow

@@ -35,7 +35,7 @@ func (f *Failover) finish(ctx context.Context, t *turn, r *route, s ServedBy, cl
 		probed = r
 	}
 	f.refresh(ctx, probed)
-	if f.obs == nil {
+	if f.obs == nil && f.added.Load() == nil {
 		return
 	}
 	c := Call{Route: Endpoint{Name: Unavailable}, ServedBy: s, Class: class, Attempts: t.tried,
@@ -47,7 +47,9 @@ func (f *Failover) finish(ctx context.Context, t *turn, r *route, s ServedBy, cl
 		n := t.notes[0]
 		c.FallbackFrom, c.FallbackCause = f.routes[n.idx].endpoint(), n.cause
 	}
-	f.obs.ObserveCall(ctx, c)
+	for o := range f.observers() {
+		o.ObserveCall(ctx, c)
+	}
 }
 
 // derive returns the route that serves by the rule documented on [Failover]: the
@@ -201,8 +203,8 @@ func (f *Failover) announce(ctx context.Context, e Event) {
 	if f.onFailover != nil {
 		f.onFailover(e)
 	}
-	if f.obs != nil {
-		f.obs.ObserveFailover(ctx, e)
+	for o := range f.observers() {
+		o.ObserveFailover(ctx, e)
 	}
 }
 

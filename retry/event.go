@@ -95,6 +95,11 @@ func (run *Run) emit(ctx context.Context, e Event) {
 	for _, h := range r.cfg.OnAttempt {
 		h(ctx, e)
 	}
+	if hs := r.added.Load(); hs != nil {
+		for _, h := range *hs {
+			h(ctx, e)
+		}
+	}
 	if l := r.cfg.Logger; l != nil {
 		level := slog.LevelInfo
 		if e.Outcome != classify.Succeeded {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
@@ -75,6 +76,10 @@ type Retrier struct {
 
 	trackMu sync.Mutex
 	tracked map[string]map[Key]*Run
+
+	// added are the hooks attached after New (internal/attach, for the telemetry's
+	// Wire), called after Config.OnAttempt's.
+	added atomic.Pointer[[]func(context.Context, Event)]
 }
 
 // New returns a Retrier, or a *ConfigError naming the first invalid field.

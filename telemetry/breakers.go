@@ -30,6 +30,12 @@ func (t *Telemetry) BreakerEvent(e breaker.Event) {
 	if t == nil {
 		return
 	}
+	t.s.Heard(e) // so that a Wire of the same map does not count it again
+	t.breakerEvent(e)
+}
+
+// breakerEvent is BreakerEvent without Heard: the listener Wire attaches.
+func (t *Telemetry) breakerEvent(e breaker.Event) {
 	t.s.BreakerEvent(e)
 
 	level := slog.LevelInfo

@@ -8,30 +8,30 @@
 //
 // # Wiring
 //
-// The breakers' state is read at scrape time from their [BreakerSource] (a
-// *dependencymap.Map), and their transitions arrive as events. The map wants the
-// listener when it is built, so create the telemetry first and watch the map after:
+// Build what the agent uses, then hand it to the telemetry in one call, [Telemetry.Wire]:
 //
 //	tel := telemetry.MustNew(telemetry.Config{Registerer: reg, Logger: logger})
-//	deps := dependencymap.MustNew(dependencymap.Config{
-//		// ...
-//		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
-//	})
-//	tel.Watch(deps)
+//	deps := dependencymap.MustNew(dependencymap.Config{ /* ... */ })
+//	failover := modelfailover.MustNew(modelfailover.Config{Breakers: deps, Routes: routes})
+//	r := retry.MustNew(retry.Config{Journal: j.ForRetry()})
+//	tel.Wire(telemetry.Parts{Dependencies: deps, Failover: failover, Journal: j, Retrier: r})
 //
-// Then hand tel to the packages that take an observe.Observer; for the tool callbacks:
+// Every family of every part given is exported and nothing for the parts left out:
+// the map's breakers, transitions, throttles and adaptive limits (read from the map at
+// every scrape, so keys it adds later report too), the failover's counts and gauges,
+// the fleet, the journal's backlog (read at every scrape) and the operations the
+// retrier's budget stopped. Then hand tel to the packages that take an
+// observe.Observer; for the tool callbacks:
 //
 //	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: tel}})
 //
 // Give the breakers, the callbacks and the telemetry the same clock.
 //
-// The retry orchestrator and the dispatch-intent journal do not report on their own:
-// add [RetryHook] to retry.Config.OnAttempt so that operations stopped by a spent
-// retry budget are counted, and run [WatchJournal] (or call [PollJournal] before a
-// scrape) so that the journal's backlog reaches the journal gauges:
-//
-//	r := retry.MustNew(retry.Config{OnAttempt: []func(context.Context, retry.Event){telemetry.RetryHook(tel)}})
-//	go telemetry.WatchJournal(ctx, telemetry.JournalWatch{Journal: j, Observer: tel})
+// The per-part calls Wire makes for you stay available, and Wire beside them counts
+// every event once: dependencymap.Config.OnStateChange given [Telemetry.BreakerEvent],
+// [Telemetry.Watch], [Telemetry.WatchThrottles], [Telemetry.WatchLimits],
+// [Telemetry.WatchFleet], [Telemetry.ModelObserver] as the failover's Observer,
+// [RetryHook] in retry.Config.OnAttempt and [WatchJournal] or [PollJournal].
 //
 // # Metrics
 //

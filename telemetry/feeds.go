@@ -26,6 +26,9 @@ func RetryHook(calls observe.Calls) func(context.Context, retry.Event) {
 	}
 	return func(ctx context.Context, e retry.Event) {
 		if e.Stop == retry.ReasonBudgetExhausted && !e.Retry {
+			if t, ok := calls.(*Telemetry); ok {
+				t.state().HeardRetry(ctx, e) // so that a Wire of the same retrier does not count it again
+			}
 			calls.RetryBudgetExhausted(ctx, e.Dependency)
 		}
 	}

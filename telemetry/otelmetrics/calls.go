@@ -12,7 +12,10 @@ import (
 // BreakerEvent records a breaker state change: the transition, probe and cooldown
 // counters and the time-open accounting, read at the next collection. Pass it to
 // dependencymap.Config.OnStateChange (or breaker.Config.OnStateChange).
-func (m *Metrics) BreakerEvent(e breaker.Event) { m.state().BreakerEvent(e) }
+func (m *Metrics) BreakerEvent(e breaker.Event) {
+	m.state().Heard(e) // so that a Wire of the same map does not count it again
+	m.state().BreakerEvent(e)
+}
 
 // ShortCircuit counts a call its breaker answered without sending it
 // (agentbreaker.short_circuits) and adds the decision to the span in ctx.

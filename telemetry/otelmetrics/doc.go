@@ -11,25 +11,18 @@
 // # Wiring
 //
 // A [*Metrics] is an observe.Observer, like a *telemetry.Telemetry, and is wired the
-// same way:
+// same way, in one call ([Metrics.Wire]) given what the agent built:
 //
 //	om := otelmetrics.MustNew(otelmetrics.Config{MeterProvider: mp})
-//	deps := dependencymap.MustNew(dependencymap.Config{
-//		// ...
-//		OnStateChange: []func(breaker.Event){om.BreakerEvent},
-//	})
-//	om.Watch(deps)
-//	om.WatchThrottles(deps)
-//	om.WatchLimits(deps)
+//	deps := dependencymap.MustNew(dependencymap.Config{ /* ... */ })
+//	om.Wire(otelmetrics.Parts{Dependencies: deps, Failover: failover, Journal: j, Retrier: r})
 //	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: om}})
 //
-// The model failover wrapper takes om.ModelObserver() (then Watch the Failover),
-// tooltimeout.Config.OnAbandon takes om.ToolAbandoned and retry.Config.OnAttempt
-// om.RetryHook(). The journal's backlog reaches the journal gauges through
-// om.JournalPending: telemetry.WatchJournal takes om as its Observer, or, without
-// importing package telemetry (which links the Prometheus client), read
-// journal.Journal.Backlog on a ticker and hand the result to om.JournalPending. To
-// feed both paths, give each its own listener and Observer.
+// tooltimeout.Config.OnAbandon takes om.ToolAbandoned. [Parts] is telemetry.Parts, so
+// one value wires both paths. The per-part calls (BreakerEvent in the map's
+// OnStateChange, Watch, WatchThrottles, WatchLimits, WatchFleet, ModelObserver,
+// RetryHook, JournalPending) keep working, and Wire beside them counts every event
+// once.
 //
 // # Instruments
 //

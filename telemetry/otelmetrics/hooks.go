@@ -13,6 +13,7 @@ import (
 func (m *Metrics) RetryHook() func(context.Context, retry.Event) {
 	return func(ctx context.Context, e retry.Event) {
 		if e.Stop == retry.ReasonBudgetExhausted && !e.Retry {
+			m.state().HeardRetry(ctx, e) // so that a Wire of the same retrier does not count it again
 			m.RetryBudgetExhausted(ctx, e.Dependency)
 		}
 	}

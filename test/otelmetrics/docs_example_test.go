@@ -1,10 +1,10 @@
 package otelmetrics_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,9 +14,10 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/callbacks"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/journal"
+	"github.com/agentbreaker/agentbreaker/journal/sqlite"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 	"github.com/agentbreaker/agentbreaker/telemetry/otelmetrics"
 	"github.com/agentbreaker/agentbreaker/tooltimeout"
@@ -24,7 +25,7 @@ import (
 
 // operationsPage is docs/operations.md's OpenTelemetry wiring (the page's Go block is
 // a run of these lines; test/readme checks it).
-func operationsPage(ctx context.Context, reg *prometheus.Registry) (*callbacks.Callbacks, tooltimeout.Config, error) {
+func operationsPage(j *journal.Journal, reg *prometheus.Registry) (*callbacks.Callbacks, tooltimeout.Config, error) {
 	// Any metric exporter: OTLP to a collector, or Prometheus as here.
 	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
@@ -34,14 +35,10 @@ func operationsPage(ctx context.Context, reg *prometheus.Registry) (*callbacks.C
 	om := otelmetrics.MustNew(otelmetrics.Config{MeterProvider: mp})
 	deps := dependencymap.MustNew(dependencymap.Config{
 		// ... dependencies and policies ...
-		OnStateChange: []func(breaker.Event){om.BreakerEvent},
 	})
-	om.Watch(deps)
-	om.WatchThrottles(deps)
-	om.WatchLimits(deps)
+	om.Wire(otelmetrics.Parts{Dependencies: deps, Journal: j}) // and Failover, Fleet, Retrier: what you built
 	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: om}})
 	timeouts := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: om.ToolAbandoned}
-	om.JournalPending(0, time.Time{}) // or go telemetry.WatchJournal(ctx, telemetry.JournalWatch{Journal: j, Observer: om})
 	return guard, timeouts, nil
 }
 
@@ -51,7 +48,10 @@ func operationsPage(ctx context.Context, reg *prometheus.Registry) (*callbacks.C
 func TestOperationsPageWiringScrapes(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	guard, timeouts, err := operationsPage(t.Context(), reg)
+	j, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(t.TempDir(), "j.db")}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	guard, timeouts, err := operationsPage(j, reg)
 	require.NoError(t, err)
 	require.NotNil(t, guard)
 	require.NotNil(t, timeouts.OnAbandon)

@@ -177,24 +177,17 @@ func pluginWithJournal(deps *dependencymap.Map, r *retry.Retrier, j *journal.Jou
 	_ = charge
 }
 
-func metrics(ctx context.Context, j *journal.Journal, routes []modelfailover.Route) {
+func metrics(j *journal.Journal, routes []modelfailover.Route) {
 	reg := prometheus.NewRegistry()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg, Logger: slog.Default()})
 	deps := dependencymap.MustNew(dependencymap.Config{
 		// ... dependencies and policies ...
-		OnStateChange: []func(breaker.Event){tel.BreakerEvent},
 	})
-	tel.Watch(deps)
-	tel.WatchThrottles(deps)
-	tel.WatchLimits(deps)
 	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: tel}})
-	timeouts := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: tel.ToolAbandoned}
-	obs := tel.ModelObserver() // for model failover, if you use it
-	failover := modelfailover.MustNew(modelfailover.Config{Breakers: deps, Observer: obs, Routes: routes})
-	obs.Watch(failover)
-	r := retry.MustNew(retry.Config{Journal: j.ForRetry(),
-		OnAttempt: []func(context.Context, retry.Event){telemetry.RetryHook(tel)}}) // budget exhaustion
-	go telemetry.WatchJournal(ctx, telemetry.JournalWatch{Journal: j, Observer: tel}) // journal backlog gauges
+	timeouts := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: tel.ToolAbandoned} // set when the guard is built
+	failover := modelfailover.MustNew(modelfailover.Config{Breakers: deps, Routes: routes})
+	r := retry.MustNew(retry.Config{Journal: j.ForRetry()})
+	tel.Wire(telemetry.Parts{Dependencies: deps, Failover: failover, Journal: j, Retrier: r}) // the one call
 	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
 	_, _, _ = guard, timeouts, r

@@ -18,6 +18,7 @@ const scopeFleet = "fleet"
 // throttles, adaptive limits, fleet and failover, and what events and pushes left.
 func (s *State) Collect(o Observer) {
 	s.collectBreakers(o)
+	s.pollJournal()
 	s.collectGauges(o)
 	s.collectThrottles(o)
 	s.collectLimits(o)

@@ -30,6 +30,11 @@ func (o *ModelObserver) Watch(f *modelfailover.Failover) { o.s.failover.Store(f)
 
 // ObserveCall counts a call a fallback answered (agentbreaker_model_fallback_calls_total).
 func (o *ModelObserver) ObserveCall(ctx context.Context, c modelfailover.Call) {
+	o.s.wire.hear(callKey{ctxKey(ctx), c}) // so that a Wire of the same Failover does not count it again
+	o.observeCall(ctx, c)
+}
+
+func (o *ModelObserver) observeCall(ctx context.Context, c modelfailover.Call) {
 	if c.ServedBy == modelfailover.ServedFallback {
 		o.s.countRoute(ctx, FallbackCalls, routeKey(c.FallbackFrom), routeKey(c.Route), string(c.FallbackCause))
 	}
@@ -37,6 +42,11 @@ func (o *ModelObserver) ObserveCall(ctx context.Context, c modelfailover.Call) {
 
 // ObserveFailover counts one change of serving route and adds it to the span in ctx.
 func (o *ModelObserver) ObserveFailover(ctx context.Context, e modelfailover.Event) {
+	o.s.wire.hear(failoverKey{ctxKey(ctx), e}) // so that a Wire of the same Failover does not count it again
+	o.observeFailover(ctx, e)
+}
+
+func (o *ModelObserver) observeFailover(ctx context.Context, e modelfailover.Event) {
 	from, to, cause := routeKey(e.From), routeKey(e.To), string(e.Cause)
 	if cause == "" {
 		cause = bound.Unknown

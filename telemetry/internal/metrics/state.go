@@ -62,6 +62,8 @@ type State struct {
 
 	model1   sync.Once
 	modelObs *ModelObserver
+
+	wire wiring
 }
 
 // New returns the state of one exporter, which records through rec.

@@ -108,9 +108,9 @@ const (
 	onEvent      = "with its first event"
 	perDep       = "from the first scrape at 0 for every watched dependency; others with their first event"
 	perTool      = "from the first scrape at 0 for every tool a watched source names; others with their first event"
-	onJournal    = "once the journal's backlog is reported (JournalPending, WatchJournal)"
-	onRatio      = "once a Failover is watched (ModelObserver) or FallbackShare is called"
-	onFailover   = "once a Failover is watched (ModelObserver) or RouteServing is called"
+	onJournal    = "once the journal's backlog is reported (a wired Journal, JournalPending, WatchJournal)"
+	onRatio      = "once a Failover is watched (Wire, ModelObserver) or FallbackShare is called"
+	onFailover   = "once a Failover is watched (Wire, ModelObserver) or RouteServing is called"
 	onProbeRound = "with the first probe of that source and result"
 )
 
