@@ -1,4 +1,4 @@
-package agentbreaker_test
+package configerror_test
 
 import (
 	"context"
