@@ -120,8 +120,12 @@ func (c *Callbacks) retryRefused(ctx agent.Context, inv *invocation, tool, dep s
 		p[payloads.KeyReason] = payloads.CleanName(dep) + " confirmed that it carried out this request earlier; the reply to it was lost."
 		p[payloads.KeyInstruction] = "Do not repeat this action. Tell the user it was done."
 		return p
-	case retry.ReasonBudgetExhausted, retry.ReasonAttemptsExhausted, retry.ReasonDeadlineExhausted, retry.ReasonNotRetryable:
+	case retry.ReasonBudgetExhausted, retry.ReasonAttemptsExhausted, retry.ReasonDeadlineExhausted:
 		return payloads.BudgetExhausted(in)
+	case retry.ReasonNotRetryable:
+		// The last attempt failed in a way another cannot fix (a refusal, a bad
+		// request): no budget was spent, and saying so would mislead the model.
+		return payloads.Failed(in)
 	case retry.ReasonInFlight:
 		in.Class = classify.ClassBulkheadFull // the same call is already running
 		return payloads.Busy(in)
