@@ -73,12 +73,6 @@ type Call struct {
 	start  int64
 }
 
-// Admitted reports whether the call holds a permit not yet spent.
-func (c *Call) Admitted() bool { return c.permit.Valid() }
-
-// Probe reports whether the call is its breaker's half-open probe.
-func (c *Call) Probe() bool { return c.permit.IsProbe() }
-
 // Told is what the sink made of a refusal: the invocation's count of answers for the
 // dependency, and whether they are now firm (the loop guard).
 type Told struct {
@@ -113,9 +107,6 @@ type Path struct {
 
 // New returns a path on the clock nanos (nanoseconds) that reports to sink.
 func New(nanos func() int64, sink Sink) *Path { return &Path{nanos: nanos, sink: sink} }
-
-// Now is the path's clock, in nanoseconds.
-func (p *Path) Now() int64 { return p.nanos() }
 
 // Admit runs the admission stages in order. On refusal the call holds nothing and
 // the hop answers it without sending, after telling the path ([Path.Refuse]).
