@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/retry"
 )
 
@@ -34,7 +35,8 @@ import (
 // it was built (no scheme or host: a base URL left unset) is classify's request_config,
 // neutral, as it is for a plain http.Client: the breaker never counts it.
 type Transport struct {
-	cfg Config
+	cfg  Config
+	path *callpath.Path
 }
 
 // New returns a Transport, or a *ConfigError naming the first invalid field.
@@ -42,7 +44,7 @@ func New(cfg Config) (*Transport, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Transport{cfg: cfg}, nil
+	return &Transport{cfg: cfg, path: callpath.New(callpath.Nanos(cfg.Clock), nil)}, nil
 }
 
 // MustNew is New for configurations known to be valid; it panics on error.
@@ -110,7 +112,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		res.Dependency = b.Name()
 	}
 
-	permit, release, err := t.admit(req, b, &res, start)
+	call := callpath.Call{Dependency: res.Dependency, Breaker: b}
+	release, err := t.admit(req, &call, &res, start)
 	if err != nil {
 		return nil, err
 	}
@@ -147,9 +150,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			err = errors.Join(ErrTimeout, err)
 		}
 		finish()
-		return nil, t.fail(req, &res, start, err, &permit, false)
+		return nil, t.fail(req, &res, start, err, &call, false)
 	}
-	t.succeed(req, resp, &res, start, &permit, rec, finish)
+	t.succeed(req, resp, &res, start, &call, rec, finish)
 	return resp, nil
 }
 
@@ -167,13 +170,13 @@ func (t *Transport) stampIdempotencyKey(req, out *http.Request) {
 // succeed classifies a round trip that produced a response, reports it to the breaker
 // and the hooks, and hands finish (which frees the bulkhead slot and the timer) to the
 // response's body, or calls it when there is none.
-func (t *Transport) succeed(req *http.Request, resp *http.Response, res *Result, start time.Time, permit *breaker.Permit, rec *record, finish func()) {
+func (t *Transport) succeed(req *http.Request, resp *http.Response, res *Result, start time.Time, call *callpath.Call, rec *record, finish func()) {
 	cfg := &t.cfg
 	c := cfg.Classifier.Classify(classify.Input{
 		Context: req.Context(), StatusCode: resp.StatusCode, Header: resp.Header, Now: cfg.Clock.Now(),
 	})
 	rec.c = c
-	permit.Report(c.BreakerReport())
+	t.settle(req, call, c)
 	if resp.Body == nil {
 		finish()
 	} else {
@@ -184,24 +187,17 @@ func (t *Transport) succeed(req *http.Request, resp *http.Response, res *Result,
 	t.notify(*res)
 }
 
-// admit asks the host's breaker (b, nil when none guards the host) and then the
-// dependency's bulkhead for the request. It returns the breaker's permit (the zero
-// Permit without a breaker) and the function that frees the bulkhead slot; a refusal
-// comes back as the round trip's error, already classified and reported.
-func (t *Transport) admit(req *http.Request, b *breaker.Breaker, res *Result, start time.Time) (breaker.Permit, func(), error) {
-	var permit breaker.Permit
-	if b != nil {
-		p, err := b.Allow()
-		if err != nil {
-			state := b.State()
-			if oe, ok := errors.AsType[*breaker.OpenError](err); ok {
-				state = oe.State
-			}
-			res.BreakerState = state.String()
-			retry.ReportBreakerState(req.Context(), state)
-			return permit, nil, t.fail(req, res, start, err, nil, false)
+// admit runs the call path for the request (the dependency's stated delay, then the
+// host's breaker, when one guards the host) and then asks the dependency's bulkhead.
+// It returns the function that frees the bulkhead slot; a refusal comes back as the
+// round trip's error, already classified and reported.
+func (t *Transport) admit(req *http.Request, call *callpath.Call, res *Result, start time.Time) (func(), error) {
+	if b := call.Breaker; b != nil {
+		if r, ok := t.path.Admit(call); !ok {
+			res.BreakerState = r.State.String()
+			retry.ReportBreakerState(req.Context(), r.State)
+			return nil, t.fail(req, res, start, r.Err, nil, false)
 		}
-		permit = p
 		res.BreakerState = b.State().String()
 		retry.ReportBreakerState(req.Context(), b.State())
 	}
@@ -212,24 +208,32 @@ func (t *Transport) admit(req *http.Request, b *breaker.Breaker, res *Result, st
 			// A saturated bulkhead is evidence that the dependency is slow: the calls
 			// already holding its slots are not coming back. It counts against the
 			// breaker, as in the callbacks package, although this request never left.
-			permit.Failure()
+			t.path.Fail(call)
 			if _, ok := errors.AsType[classify.LocalRejection](err); !ok {
 				err = &bulkheadFull{dependency: res.Dependency, err: err}
 			}
-			return permit, nil, t.fail(req, res, start, err, nil, true)
+			return nil, t.fail(req, res, start, err, nil, true)
 		}
 		if rel != nil {
 			release = rel
 		}
 	}
-	return permit, release, nil
+	return release, nil
+}
+
+// settle ends an admitted call on the path: the breaker hears c, and a delay the
+// answer stated holds the dependency.
+func (t *Transport) settle(req *http.Request, call *callpath.Call, c classify.Classification) {
+	if call != nil && call.Breaker != nil {
+		t.path.Settle(req.Context(), call, c, "")
+	}
 }
 
 // fail classifies a round trip that produced no response, reports it to the breaker
 // (when a permit was granted) and wraps the error. full says a full bulkhead
 // refused it: still FAILED_BEFORE_SEND, but its verdict counts (the caller reported it
 // to the breaker as a failure).
-func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err error, permit *breaker.Permit, full bool) error {
+func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err error, call *callpath.Call, full bool) error {
 	c := t.cfg.Classifier.Classify(classify.Input{Context: req.Context(), Err: asClientError(req, err), Now: t.cfg.Clock.Now()})
 	if errors.Is(err, ErrTimeout) && req.Context().Err() == nil {
 		// Our own timeout: evidence against the dependency, unlike the caller's deadline.
@@ -251,9 +255,7 @@ func (t *Transport) fail(req *http.Request, res *Result, start time.Time, err er
 	if full {
 		c.Verdict = classify.Counts
 	}
-	if permit != nil {
-		permit.Report(c.BreakerReport())
-	}
+	t.settle(req, call, c)
 	res.Classification = c
 	res.Err = err
 	res.Elapsed = t.cfg.Clock.Now().Sub(start)

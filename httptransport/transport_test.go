@@ -395,3 +395,36 @@ func TestBulkheadOfReleasesOnce(t *testing.T) {
 	require.Equal(t, classify.ClassBulkheadFull, c.Class, "the bulkhead's own LocalRejection is kept")
 	require.ErrorAs(t, err, new(fullErr))
 }
+
+// A dependency that stated a delay is held for it, as at every hop of the call path:
+// a second request inside the delay is answered locally with the answer's class and
+// reaches nothing, even with the breaker closed; after the delay it is sent.
+func TestStatedDelayHoldsTheHost(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			w.Header().Set("Retry-After", "20")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	defer srv.Close()
+	f := newFixture(t, hostOf(t, srv.URL), breaker.Policy{MinimumCalls: 100}, nil)
+	resp, err := f.cli.Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, breaker.Closed, f.b.State())
+
+	f.clk.Advance(19 * time.Second)
+	_, err = f.cli.Get(srv.URL)
+	c := outcomeOf(t, err)
+	require.Equal(t, classify.FailedBeforeSend, c.Outcome)
+	require.Equal(t, classify.ClassHTTP429, c.Class)
+	require.Equal(t, classify.Neutral, c.Verdict)
+	require.EqualValues(t, 1, hits.Load(), "the held request reached the server")
+
+	f.clk.Advance(time.Second)
+	resp, err = f.cli.Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.EqualValues(t, 2, hits.Load())
+}

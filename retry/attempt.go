@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 )
 
 // Attempt is one admitted attempt. Send it with Context and report it once with Finish.
@@ -15,8 +16,7 @@ type Attempt struct {
 	info       Info
 	ctx        context.Context
 	cancel     context.CancelFunc
-	permit     breaker.Permit // reported through this field only
-	hasPermit  bool
+	call       callpath.Call // the operation's breaker on the call path, when it has one
 	admitState string
 	lowerState atomic.Int32 // breaker state reported by a lower layer, plus one
 	finished   atomic.Bool
@@ -76,8 +76,8 @@ func (a *Attempt) Finish(ctx context.Context, c classify.Classification, err err
 	a.cancel()
 	r := run.r
 	now := r.clk.Now()
-	if a.hasPermit {
-		a.permit.Report(c.BreakerReport())
+	if a.call.Breaker != nil {
+		r.path.Settle(ctx, &a.call, c, "")
 	}
 	var jerr error
 	if a.info.IntentID != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/redact"
 )
 
@@ -73,6 +74,7 @@ type Retrier struct {
 	sleeper Sleeper
 	rand    func() float64
 	budgets *Budgets
+	path    *callpath.Path // the operations' breakers (Operation.Breaker)
 
 	trackMu sync.Mutex
 	tracked map[string]map[Key]*Run
@@ -115,6 +117,7 @@ func New(cfg Config) (*Retrier, error) {
 		rand:    cfg.Rand,
 		budgets: cfg.Budgets,
 		tracked: map[string]map[Key]*Run{},
+		path:    callpath.New(callpath.Nanos(cfg.Clock), nil),
 	}
 	if r.sleeper == nil {
 		r.sleeper = SystemSleeper{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 )
 
 // Run is one logical operation in progress, from Retrier.Start or Retrier.Track. It is
@@ -202,23 +203,14 @@ func (run *Run) allowBreaker(ctx context.Context, a *Attempt, now time.Time) err
 	if b == nil {
 		return nil
 	}
-	var p breaker.Permit
-	var err error
-	if run.op.Mutating {
-		p, err = b.AllowNoProbe() // a mutation is never the probe
-	} else {
-		p, err = b.Allow()
-	}
-	if err != nil {
+	// A mutation is never the probe. The path also holds the dependency for a delay
+	// it stated (a 429's Retry-After), as every other hop does.
+	a.call = callpath.Call{Dependency: run.op.Dependency, Tool: run.op.Tool, Breaker: b, NoProbe: run.op.Mutating}
+	if r, ok := run.r.path.Admit(&a.call); !ok {
 		c := classify.ForClass(classify.ClassBreakerOpen)
-		state := b.State().String()
-		if oe, ok := errors.AsType[*breaker.OpenError](err); ok {
-			c.RetryAfter = oe.RetryAfter()
-			state = oe.State.String()
-		}
-		return run.refuse(ctx, a, c, ReasonBreakerOpen, state, err, now)
+		c.RetryAfter = r.RetryAfter
+		return run.refuse(ctx, a, c, ReasonBreakerOpen, r.State.String(), r.Err, now)
 	}
-	a.permit, a.hasPermit = p, true
 	a.admitState = b.State().String()
 	return nil
 }
@@ -235,7 +227,7 @@ func (run *Run) recordIntent(ctx context.Context, a *Attempt, now time.Time) err
 	}
 	id, err := j.Intend(ctx, a.info)
 	if err != nil {
-		a.permit.Ignore()
+		run.r.path.Release(&a.call)
 		if ctx.Err() != nil {
 			run.abandonAdmitted()
 			return run.refusal(ReasonCanceled, ctx.Err())

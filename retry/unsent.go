@@ -19,9 +19,7 @@ func (a *Attempt) Unsent(ctx context.Context) {
 	a.cancel()
 	run := a.run
 	r := run.r
-	if a.hasPermit {
-		a.permit.Ignore()
-	}
+	r.path.Release(&a.call)
 	c := classify.Classification{Outcome: classify.FailedBeforeSend, Class: classify.ClassCanceled, Verdict: classify.Neutral}
 	var jerr error
 	if a.info.IntentID != "" {

@@ -3,12 +3,13 @@ package callpath
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
-	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
@@ -51,9 +52,14 @@ type Refusal struct {
 	Counts, Sustained bool
 	// Limit is the adaptive limit that refused the call, for Limited.
 	Limit int
-	// Reason and Attempts say why the retry orchestrator stopped, for Stopped.
-	Reason   retry.Reason
+	// Reason and Attempts say why the retry orchestrator stopped, for Stopped (a
+	// retry.Reason: the path sits below the retry package, which runs it).
+	Reason   string
 	Attempts int
+	// Err is the refusal as an error, for a hop that answers with one (the retry
+	// orchestrator, the HTTP transport): the breaker's own for Open, a
+	// classify.LocalRejection for Held.
+	Err error
 }
 
 // Call is one call on the path: what the hop says of it, and the ticket it carries
@@ -105,8 +111,21 @@ type Path struct {
 	last  sync.Map // dependency key -> classify.Class of its last counted failure
 }
 
-// New returns a path on the clock nanos (nanoseconds) that reports to sink.
+// New returns a path on the clock nanos (nanoseconds) that reports to sink; a nil
+// sink reports nothing (a hop whose own records say what happened).
 func New(nanos func() int64, sink Sink) *Path { return &Path{nanos: nanos, sink: sink} }
+
+// Nanos returns clk read as nanoseconds: the coarse clock when clk is the system
+// clock (or nil), which costs no system call on the hot path.
+func Nanos(clk clock.Clock) func() int64 {
+	if clk == nil || clock.IsSystem(clk) {
+		return clock.CoarseNanos
+	}
+	return func() int64 { return clk.Now().UnixNano() }
+}
+
+// IsProbe reports whether the call is its breaker's half-open probe.
+func (c *Call) IsProbe() bool { return c.permit.IsProbe() }
 
 // Admit runs the admission stages in order. On refusal the call holds nothing and
 // the hop answers it without sending, after telling the path ([Path.Refuse]).
@@ -141,12 +160,31 @@ func (p *Path) Held(dep string, b *breaker.Breaker) (Refusal, bool) {
 	if st == breaker.ForcedClosed {
 		return Refusal{}, false
 	}
-	return Refusal{Control: Held, Class: class, State: st, RetryAfter: left}, true
+	return Refusal{Control: Held, Class: class, State: st, RetryAfter: left, Err: &heldError{dep, left, class}}, true
 }
+
+// heldError is a call refused because its dependency stated a delay: a local
+// rejection (FAILED_BEFORE_SEND, neutral) citing the class of the answer that
+// stated it.
+type heldError struct {
+	dep   string
+	left  time.Duration
+	class classify.Class
+}
+
+func (e *heldError) Error() string {
+	return fmt.Sprintf("agentbreaker: %s asked for a delay (%s); %s left", e.dep, e.class, e.left.Round(time.Millisecond))
+}
+
+func (e *heldError) RejectedLocally() string { return string(e.class) }
+
+// Fail spends an admitted call's permit as a failure without sending it: a refusal
+// that counts against the breaker (a bulkhead full of slow calls).
+func (p *Path) Fail(c *Call) { c.permit.Failure() }
 
 // OpenRefusal is the refusal for err, the error of dep's breaker b refusing a call.
 func (p *Path) OpenRefusal(dep string, b *breaker.Breaker, err error) Refusal {
-	r := Refusal{Control: Open, Class: p.LastClass(dep), State: b.State()}
+	r := Refusal{Control: Open, Class: p.LastClass(dep), State: b.State(), Err: err}
 	if oe, ok := errors.AsType[*breaker.OpenError](err); ok {
 		r.RetryAfter, r.State = oe.RetryAfter(), oe.State
 	}
