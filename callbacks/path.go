@@ -10,6 +10,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/internal/callpath"
+	"github.com/agentbreaker/agentbreaker/retry"
 )
 
 // pathSink is the call path's Sink: the Events, Observer calls and log records of a
@@ -99,7 +100,7 @@ func refusalEvent(cl *callpath.Call, r callpath.Refusal, count int) Event {
 			e.Verdict = classify.Counts
 		}
 	case callpath.Stopped:
-		e.Kind, e.RetryReason = EventRetryRefused, r.Reason
+		e.Kind, e.RetryReason = EventRetryRefused, retry.Reason(r.Reason)
 	}
 	return e
 }

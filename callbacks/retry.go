@@ -107,7 +107,7 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 // the hook, the log and the loop guard. The tool is not called.
 func (c *Callbacks) retryRefused(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, run *retry.Run, se *retry.StopError) map[string]any {
 	last := run.Result().Last
-	told := c.refuse(ctx, inv, tool, dep, b, callpath.Refusal{Control: callpath.Stopped, Class: last.Class, State: b.State(), Reason: se.Reason, Attempts: se.Attempts})
+	told := c.refuse(ctx, inv, tool, dep, b, callpath.Refusal{Control: callpath.Stopped, Class: last.Class, State: b.State(), Reason: string(se.Reason), Attempts: se.Attempts})
 	in := payloads.Info{Dependency: dep, Tool: tool, Class: last.Class, RetryAfter: statedDelay(b, se.RetryAfter),
 		Firm: told.Firm, ShortCircuits: told.Count, Alternatives: c.alternatives(tool)}
 	switch se.Reason {

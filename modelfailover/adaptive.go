@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
@@ -22,11 +23,11 @@ import (
 // only, anything else none.
 
 // limit takes r's adaptive-limit place for the call into t, when r has a limit. It
-// returns false when r is at its limit: p is then given back unjudged and r noted as
+// returns false when r is at its limit: c is then given back unjudged and r noted as
 // passed over.
-func (f *Failover) limit(ctx context.Context, r *route, p *breaker.Permit, t *turn) bool {
+func (f *Failover) limit(ctx context.Context, r *route, c *callpath.Call, t *turn) bool {
 	l := r.lim
-	if l == nil || p.IsProbe() || r.b.State() != breaker.Closed {
+	if l == nil || c.IsProbe() || r.b.State() != breaker.Closed {
 		return true
 	}
 	pr := throttle.Normal
@@ -35,9 +36,8 @@ func (f *Failover) limit(ctx context.Context, r *route, p *breaker.Permit, t *tu
 	}
 	lp, err := l.Acquire(pr) // on the limiter's clock (the map's), as the breaker reads its own
 	if err != nil {
-		p.Ignore() // never sent
-		t.notes = append(t.notes, note{idx: r.idx, cause: Cause(classify.ClassBulkheadFull)})
-		t.skipped = append(t.skipped, r.Name)
+		f.path.Release(c) // never sent
+		t.skip(r, Cause(classify.ClassBulkheadFull))
 		return false
 	}
 	t.endLimit(false, false) // a place left by an earlier route (none: each one ends its own)
@@ -63,12 +63,12 @@ func (t *turn) endLimit(ok, timedOut bool) {
 
 // attemptWithin runs attempt under r's adaptive limit, when it has one. It returns
 // false, as attempt does, when the next route should be tried.
-func (f *Failover) attemptWithin(ctx context.Context, r *route, p *breaker.Permit, req *model.LLMRequest,
+func (f *Failover) attemptWithin(ctx context.Context, r *route, c *callpath.Call, req *model.LLMRequest,
 	stream bool, t *turn, yield func(*model.LLMResponse, error) bool) (done bool) {
-	if !f.limit(ctx, r, p, t) {
+	if !f.limit(ctx, r, c, t) {
 		return false
 	}
 	// finish or fail gives the place back; this is for a panicking model.
 	defer t.endLimit(false, false)
-	return f.attempt(ctx, r, p, req, stream, t, yield)
+	return f.attempt(ctx, r, c, req, stream, t, yield)
 }

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/agentbreaker/agentbreaker/adaptivelimit"
-	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/redact"
 )
 
@@ -52,8 +52,9 @@ type turn struct {
 	limHeld bool
 }
 
-func (t *turn) skip(r *route) {
-	t.notes = append(t.notes, note{idx: r.idx, cause: CauseBreakerOpen})
+// skip notes route r passed over for cause, never called.
+func (t *turn) skip(r *route, cause Cause) {
+	t.notes = append(t.notes, note{idx: r.idx, cause: cause})
 	t.skipped = append(t.skipped, r.Name)
 }
 
@@ -72,13 +73,13 @@ func (t *turn) routesError() error {
 // through p, and passes responses on. It returns false when the route failed
 // before anything was passed on and in a way that another route may fix: the
 // caller then tries the next route.
-func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req *model.LLMRequest,
+func (f *Failover) attempt(ctx context.Context, r *route, p *callpath.Call, req *model.LLMRequest,
 	stream bool, t *turn, yield func(*model.LLMResponse, error) bool) (done bool) {
 	probe := p.IsProbe()
 	t.tried++
-	// The model panicked, or an early return left the permit: free it (and a
-	// probe's slot) without judging the route. A no-op once an outcome is reported.
-	defer p.Ignore()
+	// The model panicked, or an early return left the call: free it (and a probe's
+	// slot) without judging the route. A no-op once an outcome is reported.
+	defer f.path.Release(p)
 	llm := r.LLM
 	if llm == nil {
 		llm = f.routes[0].LLM
@@ -90,7 +91,7 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req
 	// failed ends the attempt on a failure: another route is tried when nothing
 	// was passed on and the route is to blame, else the error goes to the caller.
 	failed := func(c classify.Classification, err error) bool {
-		f.report(r, p, c)
+		f.report(ctx, r, p, c)
 		f.log.LogAttrs(ctx, slog.LevelDebug, "model failover: attempt failed",
 			slog.String("route", r.Name), slog.String("class", string(c.Class)),
 			slog.Int("status", c.StatusCode), slog.String("verdict", c.Verdict.String()),
@@ -130,7 +131,7 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *breaker.Permit, req
 				return failed(c, fmt.Errorf("%w (route %s)", ErrEmptyAnswer, r.Name))
 			}
 			answered = true
-			f.report(r, p, c)
+			f.report(ctx, r, p, c)
 			f.finish(ctx, t, r, servedBy(r), c.Class, probe)
 		}
 		mark(resp, r)
@@ -278,13 +279,29 @@ func nothing(resp *model.LLMResponse) bool {
 	return true
 }
 
-// report hands a classification to route r's breaker through the permit, and
-// keeps a failure that counts as the cause to name if that breaker opens.
-func (f *Failover) report(r *route, p *breaker.Permit, c classify.Classification) {
+// report settles the call on route r on the call path (its breaker hears c, a delay
+// the answer stated holds the route), and keeps a failure that counts as the cause
+// to name if that breaker opens.
+func (f *Failover) report(ctx context.Context, r *route, p *callpath.Call, c classify.Classification) {
 	if c.Verdict == classify.Counts {
 		r.lastFail.Store(&failInfo{class: c.Class, status: c.StatusCode})
 	}
-	p.Report(c.BreakerReport())
+	f.path.Settle(ctx, p, c, "")
+}
+
+// admit runs the call path's admission for route r: the route's stated delay, then
+// its breaker. A refused route is noted as passed over, with the refusal's class.
+func (f *Failover) admit(r *route, t *turn) (*callpath.Call, bool) {
+	c := &callpath.Call{Dependency: r.key, Tool: r.Name, Breaker: r.b}
+	if ref, ok := f.path.Admit(c); !ok {
+		cause := CauseBreakerOpen
+		if ref.Control == callpath.Held {
+			cause = Cause(ref.Class)
+		}
+		t.skip(r, cause)
+		return nil, false
+	}
+	return c, true
 }
 
 // failedOrAbandoned is how a call that ended in an error was served: abandoned

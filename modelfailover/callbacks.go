@@ -11,8 +11,8 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
-	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 )
 
 // The callbacks serve agents that keep their own model: Routes[0] and every route
@@ -31,7 +31,7 @@ import (
 type pendingCall struct {
 	ctx     context.Context // the call's context, kept for reporting a call abandoned
 	r       *route
-	p       breaker.Permit
+	call    *callpath.Call
 	probe   bool
 	rec     *recorder
 	tag     string
@@ -117,7 +117,7 @@ func callKey(ctx agent.Context) string {
 func (f *Failover) release(calls []*pendingCall) {
 	for _, pc := range calls {
 		untag(pc.tag)
-		pc.p.Ignore()
+		f.path.Release(pc.call)
 		f.finish(pc.ctx, pc.t, pc.r, ServedAbandoned, classify.ClassCanceled, pc.probe)
 	}
 }
@@ -133,19 +133,18 @@ func (f *Failover) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model
 	}
 	t := &turn{}
 	for _, r := range f.routes {
-		p, err := r.b.Allow()
-		if err != nil {
-			t.skip(r)
+		c, ok := f.admit(r, t)
+		if !ok {
 			continue
 		}
 		if r.idx == 0 || r.LLM == nil {
-			if !f.limit(ctx, r, &p, t) {
+			if !f.limit(ctx, r, c, t) {
 				continue // at its adaptive limit: passed over (adaptive.go)
 			}
-			f.admit(ctx, key, r, p, req, t)
+			f.send(ctx, key, r, c, req, t)
 			return nil, nil
 		}
-		if resp, err, done := f.inline(ctx, r, &p, req, t); done {
+		if resp, err, done := f.inline(ctx, r, c, req, t); done {
 			return resp, err
 		}
 	}
@@ -158,10 +157,10 @@ func (f *Failover) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model
 	return resp, nil
 }
 
-// admit sends the call to the agent's own model on route r. The request's config
+// send sends the call to the agent's own model on route r. The request's config
 // is copied before it is changed: adk builds a fresh request per call, but a
 // callback ahead of this one may have put shared values in it.
-func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Permit, req *model.LLMRequest, t *turn) {
+func (f *Failover) send(ctx agent.Context, key string, r *route, c *callpath.Call, req *model.LLMRequest, t *turn) {
 	t.tried++
 	req.Model = r.Model
 	// The transport (NewTransport) enforces the first-response and chunk-gap
@@ -196,7 +195,7 @@ func (f *Failover) admit(ctx agent.Context, key string, r *route, p breaker.Perm
 		cfg.HTTPOptions = &h
 		req.Config = &cfg
 	}
-	pc := &pendingCall{ctx: ctx, r: r, p: p, probe: p.IsProbe(), rec: rec, tag: id, t: t, since: f.clk.Now()}
+	pc := &pendingCall{ctx: ctx, r: r, call: c, probe: c.IsProbe(), rec: rec, tag: id, t: t, since: f.clk.Now()}
 	rec.settleEmpty = func() { f.settleFiltered(key, pc) }
 	f.release(f.pending.put(key, pc, pc.since))
 }
@@ -210,12 +209,12 @@ func (f *Failover) settleFiltered(key string, pc *pendingCall) {
 	}
 	f.untag(pc.ctx, pc)
 	c := filtered(classify.ForClass(classify.ClassUnclassified), pc.rec)
-	f.report(pc.r, &pc.p, c)
+	f.report(pc.ctx, pc.r, pc.call, c)
 	f.finish(pc.ctx, pc.t, pc.r, servedBy(pc.r), c.Class, pc.probe)
 }
 
 // inline calls a fallback's own LLM from inside a callback, not streamed.
-func (f *Failover) inline(ctx agent.Context, r *route, p *breaker.Permit, req *model.LLMRequest, t *turn) (*model.LLMResponse, error, bool) {
+func (f *Failover) inline(ctx agent.Context, r *route, p *callpath.Call, req *model.LLMRequest, t *turn) (*model.LLMResponse, error, bool) {
 	var resp *model.LLMResponse
 	var err error
 	done := f.attemptWithin(ctx, r, p, req, false, t, func(rs *model.LLMResponse, e error) bool {
@@ -245,14 +244,14 @@ func (f *Failover) AfterModel(ctx agent.Context, resp *model.LLMResponse, respEr
 	switch {
 	case respErr != nil:
 		c := f.classify(ctx, pc.rec.attemptContext(), respErr, pc.rec)
-		f.report(pc.r, &pc.p, c)
+		f.report(ctx, pc.r, pc.call, c)
 		f.finish(ctx, pc.t, pc.r, failedOrAbandoned(ctx), c.Class, pc.probe)
 	case resp == nil:
-		pc.p.Ignore()
+		f.path.Release(pc.call)
 		f.finish(ctx, pc.t, pc.r, ServedAbandoned, classify.ClassCanceled, pc.probe)
 	default:
 		c := filtered(responseClass(resp), pc.rec)
-		f.report(pc.r, &pc.p, c)
+		f.report(ctx, pc.r, pc.call, c)
 		s := servedBy(pc.r)
 		if c.Verdict == classify.Counts {
 			s = ServedFailed // an answer with nothing in it: adk-go passes it on as it is
@@ -274,7 +273,7 @@ func (f *Failover) OnModelError(ctx agent.Context, req *model.LLMRequest, callEr
 	}
 	defer f.untag(ctx, pc)
 	c := f.classify(ctx, pc.rec.attemptContext(), callErr, pc.rec)
-	f.report(pc.r, &pc.p, c)
+	f.report(ctx, pc.r, pc.call, c)
 	t := pc.t
 	if pc.yielded.Load() || c.Verdict != classify.Counts {
 		f.finish(ctx, t, pc.r, failedOrAbandoned(ctx), c.Class, pc.probe)
@@ -287,12 +286,11 @@ func (f *Failover) OnModelError(ctx agent.Context, req *model.LLMRequest, callEr
 			t.notes = append(t.notes, note{idx: r.idx, cause: Cause(c.Class)})
 			continue
 		}
-		p, err := r.b.Allow()
-		if err != nil {
-			t.skip(r)
+		call, ok := f.admit(r, t)
+		if !ok {
 			continue
 		}
-		if resp, err, done := f.inline(ctx, r, &p, req, t); done {
+		if resp, err, done := f.inline(ctx, r, call, req, t); done {
 			return resp, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callpath"
 )
 
 // Failover routes model calls across an ordered list of model endpoints, each
@@ -30,10 +31,16 @@ import (
 // call: it is counted ([Call.FallbackFrom], the fallback share in [Stats]) but not
 // announced, because a flaky primary whose breaker stays closed still serves.
 //
-// The serving route follows the breakers, never the order in which calls finish:
-// it is the first route, in order, whose breaker admits calls (closed or forced
-// closed), or Unavailable when none does. A breaker that is open, half-open (its
-// probe is out) or forced open does not serve. A failover is a change of the
+// Each attempt runs the call path every hop shares: a route whose endpoint stated
+// a delay (a 429's Retry-After or RetryInfo, bounded by its policy's
+// MaxRetryAfter) is held, passed over without a request until the delay has
+// passed; then its breaker decides.
+//
+// The serving route follows the breakers and the holds, never the order in which
+// calls finish: it is the first route, in order, whose breaker admits calls
+// (closed or forced closed) and that no stated delay holds, or Unavailable when
+// none does. A breaker that is open, half-open (its probe is out) or forced open
+// does not serve. A failover is a change of the
 // serving route; it is announced exactly once, with one warning log record, one
 // call of Config.OnFailover and one [Observer.ObserveFailover], in the order the
 // changes happened. The serving route is compared with the breakers after every
@@ -41,7 +48,8 @@ import (
 // change is announced by the call that caused it (the one whose failure opened a
 // breaker, or whose probe closed it); a breaker changed by an operator is noticed
 // on the next call. Causes: the failure class that opened the serving route's
-// breaker (breaker_open when no failure seen here explains it),
+// breaker or that stated its delay (breaker_open when no failure seen here
+// explains it),
 // probe_succeeded when this Failover's probe closed a breaker ahead, recovered
 // when a breaker ahead admits calls again otherwise, all_routes_open for
 // Unavailable.
@@ -79,7 +87,8 @@ type Failover struct {
 	serving atomic.Int64 // index of the serving route; -1 = Unavailable. Written under mu.
 	share   *shareWindow
 	pending pendingTable
-	refused atomic.Uint64 // SDK re-sends refused by a transport (Stats.RefusedRetries)
+	path    *callpath.Path // the routes' holds and breakers
+	refused atomic.Uint64  // SDK re-sends refused by a transport (Stats.RefusedRetries)
 
 	mu         sync.Mutex // guards the fields below
 	failovers  map[[2]string]uint64
@@ -91,6 +100,7 @@ type Failover struct {
 type route struct {
 	Route
 	idx      int
+	key      string // the endpoint's dependency key, model@region
 	b        *breaker.Breaker
 	lim      *adaptivelimit.Limiter   // the endpoint's adaptive limit, or nil
 	lastFail atomic.Pointer[failInfo] // the last failure reported to b by this Failover
@@ -117,12 +127,14 @@ func New(cfg Config) (*Failover, error) {
 		failovers:  map[[2]string]uint64{},
 	}
 	f.pending.init(cfg.PendingTTL)
+	f.path = callpath.New(callpath.Nanos(cfg.Clock), nil)
 	for i, r := range cfg.Routes {
 		b, err := cfg.Breakers.ForModel(r.Model, r.Region)
 		if err != nil {
 			return nil, fmt.Errorf("modelfailover: Routes[%d] (%s): %w", i, r.Name, err)
 		}
-		f.routes = append(f.routes, &route{Route: r, idx: i, b: b, lim: cfg.Breakers.Limiter(dependencymap.ModelKey(r.Model, r.Region))})
+		key := dependencymap.ModelKey(r.Model, r.Region)
+		f.routes = append(f.routes, &route{Route: r, idx: i, key: key, b: b, lim: cfg.Breakers.Limiter(key)})
 	}
 	return f, nil
 }
@@ -177,12 +189,11 @@ func (f *Failover) GenerateContent(ctx context.Context, req *model.LLMRequest, s
 		}
 		t := &turn{}
 		for _, r := range f.routes {
-			p, err := r.b.Allow()
-			if err != nil {
-				t.skip(r)
+			c, ok := f.admit(r, t)
+			if !ok {
 				continue
 			}
-			if f.attemptWithin(ctx, r, &p, req, stream, t, yield) {
+			if f.attemptWithin(ctx, r, c, req, stream, t, yield) {
 				return
 			}
 		}

@@ -182,9 +182,10 @@ func TestConcurrentTurnsSendOneProbe(t *testing.T) {
 	assert.Equal(t, []int{3, 2 + n - 1}, h.counts())
 }
 
-// Done means, case three: a 429 asking for 40 seconds keeps the route open for at
-// least 40 seconds of injected time, though its cooldown is 30. The delay arrives
-// as a RetryInfo detail or, captured by the transport, as a Retry-After header.
+// Done means, case three: a 429 asking for 40 seconds keeps the route from being
+// called for 40 seconds of injected time: held after the first, open after the
+// second, though its cooldown is 30. The delay arrives as a RetryInfo detail or,
+// captured by the transport, as a Retry-After header.
 func TestQuotaDelayFloorsTheCooldown(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -216,32 +217,44 @@ func TestQuotaDelayFloorsTheCooldown(t *testing.T) {
 				require.NoError(t, res.err)
 				assert.Equal(t, []string{"answer from europe-west1"}, res.finals)
 			}
+			// The stated delay holds A on the call path, as at every hop: the second
+			// turn went to B without asking A, and the failover was announced.
+			assert.Equal(t, 1, a.requests(), "the second turn was held by the stated delay")
+			assert.Equal(t, breaker.Closed, h.breaker(a).State())
+			assert.Equal(t, modelfailover.Cause("http_429"), h.events.failovers()[0].Cause)
+			h.clock.Advance(40*time.Second - time.Millisecond)
+			require.NoError(t, h.turn(ctx, newSession(), false).err)
+			assert.Equal(t, 1, a.requests(), "A is still held at 40 s less 1 ms")
+
+			// At 40 seconds A is asked again, answers 429 again, and its breaker opens
+			// with the stated delay as the floor of its reopen.
+			h.clock.Advance(time.Millisecond)
+			require.NoError(t, h.turn(ctx, newSession(), false).err)
 			require.Equal(t, breaker.Open, h.breaker(a).State())
 			assert.Equal(t, 40*time.Second, h.breaker(a).RetryAfter())
-			assert.Equal(t, modelfailover.Cause("http_429"), h.events.failovers()[0].Cause)
-
+			assert.Equal(t, []int{2, 4}, h.counts())
 			for _, step := range []time.Duration{30 * time.Second, 9*time.Second + 999*time.Millisecond} {
 				h.clock.Advance(step)
 				require.NoError(t, h.turn(ctx, newSession(), false).err)
 				assert.Equal(t, 2, a.requests(), "A is still open after %s", step)
 			}
-			assert.Equal(t, []int{2, 4}, h.counts())
+			assert.Equal(t, []int{2, 6}, h.counts())
 
 			// At 40 seconds the probe goes, meets another 429 and the floor applies again.
 			h.clock.Advance(time.Millisecond)
 			require.NoError(t, h.turn(ctx, newSession(), false).err)
-			assert.Equal(t, []int{3, 5}, h.counts())
+			assert.Equal(t, []int{3, 7}, h.counts())
 			assert.Equal(t, 40*time.Second, h.breaker(a).RetryAfter())
 			h.clock.Advance(39 * time.Second)
 			require.NoError(t, h.turn(ctx, newSession(), false).err)
-			assert.Equal(t, []int{3, 6}, h.counts())
+			assert.Equal(t, []int{3, 8}, h.counts())
 
 			a.server.Recover()
 			h.clock.Advance(time.Second)
 			res := h.turn(ctx, newSession(), false)
 			require.NoError(t, res.err)
 			assert.Equal(t, []string{"answer from us-central1"}, res.finals)
-			assert.Equal(t, []int{4, 6}, h.counts())
+			assert.Equal(t, []int{4, 8}, h.counts())
 			assert.Zero(t, h.f.Pending())
 		})
 	}

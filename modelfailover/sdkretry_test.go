@@ -163,18 +163,28 @@ func TestAnAttemptTimeoutKeepsTheStatedDelay(t *testing.T) {
 	h := newHarness(t, harnessConfig{regions: []*region{b},
 		routes: []modelfailover.Route{{Model: "sleeper", Region: "r", LLM: sl}, b.route()},
 		mutate: func(c *modelfailover.Config) { c.AttemptTimeout = time.Second }})
-	for range 2 {
+	turn := func(sent bool) {
+		t.Helper()
 		done := make(chan result, 1)
 		go func() { done <- h.turn(t.Context(), newSession(), false) }()
-		testwait.Recv(t, sl.sent, "the sleeper's request")
-		h.clock.waitArmed(1)
-		h.clock.Advance(time.Second)
+		if sent {
+			testwait.Recv(t, sl.sent, "the sleeper's request")
+			h.clock.waitArmed(1)
+			h.clock.Advance(time.Second)
+		}
 		res := testwait.Recv(t, done, "the turn")
 		require.NoError(t, res.err)
 		require.Equal(t, []string{"answer from " + b.name}, res.finals)
 		calls := h.events.callList()
 		require.Equal(t, modelfailover.Cause(classify.ClassTimeout), calls[len(calls)-1].FallbackCause)
 	}
+	turn(true)
+	// The delay the transport saw holds the route, on the call path: the next turn
+	// goes to the fallback without asking it.
+	turn(false)
+	require.Empty(t, sl.sent, "the held route was asked")
+	h.clock.Advance(40 * time.Second)
+	turn(true) // cut again: the second failure opens the breaker
 	br, err := h.deps.ForModel("sleeper", "r")
 	require.NoError(t, err)
 	require.Equal(t, 40*time.Second, br.RetryAfter())

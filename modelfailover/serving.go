@@ -53,10 +53,11 @@ func (f *Failover) finish(ctx context.Context, t *turn, r *route, s ServedBy, cl
 }
 
 // derive returns the route that serves by the rule documented on [Failover]: the
-// first route whose breaker admits calls, or -1 (Unavailable) when none does.
+// first route whose breaker admits calls and that no stated delay holds, or -1
+// (Unavailable) when none does.
 func (f *Failover) derive() int {
 	for i, r := range f.routes {
-		if r.b.State().Admits() {
+		if _, held := f.path.Held(r.key, r.b); !held && r.b.State().Admits() {
 			return i
 		}
 	}
@@ -112,7 +113,12 @@ func (f *Failover) event(from, to int, probed *route) Event {
 		b = r.b
 		e.Cause = CauseBreakerOpen
 		e.Reason = fmt.Sprintf("%s's breaker is %s", r.Name, b.State())
-		if fi := r.lastFail.Load(); fi != nil && b.State() != breaker.ForcedOpen {
+		if h, held := f.path.Held(r.key, b); held && b.State().Admits() {
+			// Its breaker still admits calls: the endpoint stated a delay (a 429's
+			// Retry-After), and no call goes to it until the delay has passed.
+			e.Cause = Cause(h.Class)
+			e.Reason = fmt.Sprintf("%s asked for a delay (%s): no call goes to it for %s", r.Name, h.Class, h.RetryAfter.Round(time.Second))
+		} else if fi := r.lastFail.Load(); fi != nil && b.State() != breaker.ForcedOpen {
 			e.Cause = Cause(fi.class)
 			e.Reason = fmt.Sprintf("%s's breaker opened after failures (last: %s)", r.Name, describe(fi.class, fi.status))
 		}
@@ -261,7 +267,11 @@ func (f *Failover) Stats() Stats {
 func (f *Failover) unavailable() *model.LLMResponse {
 	var wait time.Duration
 	for i, r := range f.routes {
-		if d := r.b.RetryAfter(); i == 0 || d < wait {
+		d := r.b.RetryAfter()
+		if h, held := f.path.Held(r.key, r.b); held {
+			d = max(d, h.RetryAfter)
+		}
+		if i == 0 || d < wait {
 			wait = d
 		}
 	}

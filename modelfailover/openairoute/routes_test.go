@@ -80,8 +80,8 @@ func TestGeminiRoute503WithRetryOptionsSendsOneRequestPerAttempt(t *testing.T) {
 
 // Found 2, 5 and 6: a 429 with a stated delay was slept inside the turn by the
 // SDK (openai-go: Retry-After verbatim; genai's retries never read it), or lost.
-// Now the attempt ends at once, fails over, and the delay floors the reopen
-// (40 s over a 30 s cooldown).
+// Now the attempt ends at once, fails over, the delay holds the route, and it
+// floors the reopen (40 s over a 30 s cooldown).
 func TestStatedDelayEndsTheAttemptAndFloorsTheReopen(t *testing.T) {
 	cases := []struct {
 		name        string
@@ -117,7 +117,12 @@ func TestStatedDelayEndsTheAttemptAndFloorsTheReopen(t *testing.T) {
 					require.NotEmpty(t, res.final, "turn %d", i)
 					require.Equal(t, modelfailover.Cause(classify.ClassHTTP429), h.calls.last(t).FallbackCause)
 				}
-				require.Equal(t, 2, tc.requests(h), "one request per attempt")
+				// The second turn was held by the stated delay (the call path's hold):
+				// at 40 s the route is asked again and its second 429 opens the breaker.
+				require.Equal(t, 1, tc.requests(h), "one request per attempt, none while held")
+				h.clock.Advance(40 * time.Second)
+				require.NoError(t, h.turn(ctx, stream).err)
+				require.Equal(t, 2, tc.requests(h), "asked again once the delay passed")
 				b := tc.b(h)
 				require.Equal(t, breaker.Open, b.State())
 				require.Equal(t, 40*time.Second, b.RetryAfter(), "the stated delay floors the 30 s cooldown")
