@@ -15,16 +15,16 @@ import (
 
 // Defaults of Config.
 const (
-	// DefaultTimeout bounds one request to the remote agent. The a2a client's own
+	// defaultTimeout bounds one request to the remote agent. The a2a client's own
 	// default is three minutes (a2aclient's defaultRequestTimeout), longer than most
 	// turns: a hang would end as the turn's deadline, which is neutral, and the
 	// remote's breaker would never trip.
-	DefaultTimeout = 30 * time.Second
-	// DefaultTurnReserve is the share of the time left before the caller's deadline (the
+	defaultTimeout = 30 * time.Second
+	// defaultTurnReserve is the share of the time left before the caller's deadline (the
 	// turn's, or the tool timeout of the AgentTool call) that a request leaves unused,
 	// so that the request times out first, counts, and the turn still has time to
 	// answer.
-	DefaultTurnReserve = 0.1
+	defaultTurnReserve = 0.1
 	maxTimeout         = time.Hour
 	maxAnswer          = 512 // bytes of the remote's own words passed on, as for tools
 )
@@ -61,11 +61,11 @@ type Config struct {
 	// and replaces the a2a client's three-minute default. It is further bounded by the
 	// caller's deadline less TurnReserve. A request past it is a timeout: UNKNOWN,
 	// counted. Negative means no timeout of its own (the caller's deadline, less
-	// TurnReserve, still applies). Defaults to DefaultTimeout (30s); at most 1h.
+	// TurnReserve, still applies). Defaults to 30s; at most 1h.
 	Timeout time.Duration
 	// TurnReserve is the share (0 to 0.9) of the time left before the caller's
 	// deadline that each request leaves for the turn to answer. Zero means
-	// DefaultTurnReserve (0.1); negative means none (the request may run to the
+	// 0.1; negative means none (the request may run to the
 	// caller's deadline, and a hang then ends as the turn's deadline: neutral).
 	TurnReserve float64
 }
@@ -91,18 +91,18 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, configerr.Relabel(err, "a2aguard", "", "")
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = defaultTimeout
 	}
 	if cfg.Timeout > maxTimeout {
-		return cfg, bad("Config.Timeout", cfg.Timeout, "must be at most 1h (0 for the default, "+DefaultTimeout.String()+"; negative for none)")
+		return cfg, bad("Config.Timeout", cfg.Timeout, "must be at most 1h (0 for the default, "+defaultTimeout.String()+"; negative for none)")
 	}
 	switch {
 	case cfg.TurnReserve == 0:
-		cfg.TurnReserve = DefaultTurnReserve
+		cfg.TurnReserve = defaultTurnReserve
 	case cfg.TurnReserve < 0:
 		cfg.TurnReserve = 0
 	case cfg.TurnReserve > 0.9 || cfg.TurnReserve != cfg.TurnReserve: // NaN too
-		return cfg, bad("Config.TurnReserve", cfg.TurnReserve, fmt.Sprintf("must be at most 0.9 (0 for the default, %g; negative for none)", DefaultTurnReserve))
+		return cfg, bad("Config.TurnReserve", cfg.TurnReserve, fmt.Sprintf("must be at most 0.9 (0 for the default, %g; negative for none)", defaultTurnReserve))
 	}
 	return cfg, nil
 }

@@ -19,13 +19,13 @@ type ConfigError = agentbreaker.ConfigError
 // bulkhead in the simulator), with a floor of 2 so that one hung call cannot hold
 // the whole limit.
 const (
-	DefaultMinLimit       = 2
-	DefaultMaxLimit       = 200
+	defaultMinLimit       = 2
+	defaultMaxLimit       = 200
 	DefaultInitialLimit   = 20
-	DefaultTolerance      = 0.4
-	DefaultUpdateInterval = 500 * time.Millisecond
-	DefaultMinSamples     = 10
-	DefaultNoLoadInterval = time.Minute
+	defaultTolerance      = 0.4
+	defaultUpdateInterval = 500 * time.Millisecond
+	defaultMinSamples     = 10
+	defaultNoLoadInterval = time.Minute
 )
 
 // Config configures one Limiter. Zero fields take the defaults.
@@ -74,10 +74,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		return &ConfigError{Package: "adaptivelimit", Field: field, Value: v, Problem: problem}
 	}
 	if cfg.MaxLimit == 0 {
-		cfg.MaxLimit = DefaultMaxLimit
+		cfg.MaxLimit = defaultMaxLimit
 	}
 	if cfg.MinLimit == 0 {
-		cfg.MinLimit = min(DefaultMinLimit, cfg.MaxLimit)
+		cfg.MinLimit = min(defaultMinLimit, cfg.MaxLimit)
 	}
 	switch {
 	case cfg.MaxLimit < 1 || cfg.MaxLimit > 1_000_000:
@@ -92,25 +92,25 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, bad("InitialLimit", cfg.InitialLimit, "must be between MinLimit and MaxLimit")
 	}
 	if cfg.Tolerance == 0 {
-		cfg.Tolerance = DefaultTolerance
+		cfg.Tolerance = defaultTolerance
 	}
 	if math.IsNaN(cfg.Tolerance) || cfg.Tolerance < 0.01 || cfg.Tolerance > 10 {
 		return cfg, bad("Tolerance", cfg.Tolerance, "must be from 0.01 to 10")
 	}
 	if cfg.UpdateInterval == 0 {
-		cfg.UpdateInterval = DefaultUpdateInterval
+		cfg.UpdateInterval = defaultUpdateInterval
 	}
 	if cfg.UpdateInterval < time.Millisecond || cfg.UpdateInterval > time.Minute {
 		return cfg, bad("UpdateInterval", cfg.UpdateInterval, "must be from 1ms to 1m")
 	}
 	if cfg.MinSamples == 0 {
-		cfg.MinSamples = DefaultMinSamples
+		cfg.MinSamples = defaultMinSamples
 	}
 	if cfg.MinSamples < 1 || cfg.MinSamples > 1_000_000 {
 		return cfg, bad("MinSamples", cfg.MinSamples, "must be from 1 to 1,000,000")
 	}
 	if cfg.NoLoadInterval == 0 {
-		cfg.NoLoadInterval = DefaultNoLoadInterval
+		cfg.NoLoadInterval = defaultNoLoadInterval
 	}
 	if cfg.NoLoadInterval < time.Second || cfg.NoLoadInterval > 24*time.Hour {
 		return cfg, bad("NoLoadInterval", cfg.NoLoadInterval, "must be from 1s to 24h")

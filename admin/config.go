@@ -37,11 +37,11 @@ const MinTokenDistinct = 8
 // "0123456789abcdef" exactly 64.
 const MinTokenBits = 64
 
-// DefaultRefresh is the default of Config.Refresh.
-const DefaultRefresh = 5 * time.Second
+// defaultRefresh is the default of Config.Refresh.
+const defaultRefresh = 5 * time.Second
 
-// DefaultMaxBodyBytes is the default of Config.MaxBodyBytes.
-const DefaultMaxBodyBytes = 4 << 10
+// defaultMaxBodyBytes is the default of Config.MaxBodyBytes.
+const defaultMaxBodyBytes = 4 << 10
 
 // MaxReasonLength caps the reason an operator gives, in bytes.
 const MaxReasonLength = 500
@@ -166,7 +166,7 @@ type Config struct {
 	// scope is shown.
 	Scopes Scopes
 	// Refresh is how often the page reloads the state by itself (the operator can
-	// pause it). From 1s to 10m. Defaults to DefaultRefresh.
+	// pause it). From 1s to 10m. Defaults to 5s.
 	Refresh time.Duration
 	// Logger receives a record for every action and every refused request. Defaults to
 	// a logger that discards them.
@@ -174,7 +174,7 @@ type Config struct {
 	// Clock stamps the state document. Defaults to the system clock.
 	Clock clock.Clock
 	// MaxBodyBytes caps a request body; a larger one is refused with 413. Defaults to
-	// DefaultMaxBodyBytes.
+	// 4 KiB.
 	MaxBodyBytes int64
 	// TrustedOrigins are origins ("https://ops.example.com") besides the handler's own
 	// from which browsers may POST, for a page served elsewhere. Defaults to none.

@@ -77,10 +77,10 @@ func New(cfg Config) (*Handler, error) {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	if h.maxBody == 0 {
-		h.maxBody = DefaultMaxBodyBytes
+		h.maxBody = defaultMaxBodyBytes
 	}
 	if h.refresh == 0 {
-		h.refresh = DefaultRefresh
+		h.refresh = defaultRefresh
 	}
 	for i, o := range cfg.TrustedOrigins {
 		if err := h.origins.AddTrustedOrigin(o); err != nil {

@@ -9,11 +9,11 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 )
 
-// DefaultHistoryPerBreaker is the default of HistoryConfig.PerBreaker.
-const DefaultHistoryPerBreaker = 10
+// defaultHistoryPerBreaker is the default of HistoryConfig.PerBreaker.
+const defaultHistoryPerBreaker = 10
 
-// DefaultHistoryBreakers is the default of HistoryConfig.MaxBreakers.
-const DefaultHistoryBreakers = 1000
+// defaultHistoryBreakers is the default of HistoryConfig.MaxBreakers.
+const defaultHistoryBreakers = 1000
 
 // maxReasonStored caps a stored transition reason, in bytes: an operator's reason is
 // already capped at MaxReasonLength, and the admin endpoint adds its address.
@@ -34,11 +34,11 @@ type Transition struct {
 // HistoryConfig configures a [History].
 type HistoryConfig struct {
 	// PerBreaker is how many recent transitions are kept for each breaker. From 1 to
-	// 100. Defaults to DefaultHistoryPerBreaker.
+	// 100. Defaults to 10.
 	PerBreaker int
 	// MaxBreakers caps how many breakers have a history; events of further breakers
 	// are counted (Dropped) and not kept, so invented names cannot grow memory.
-	// Defaults to DefaultHistoryBreakers.
+	// Defaults to 1000.
 	MaxBreakers int
 }
 
@@ -70,13 +70,13 @@ type ring struct {
 func NewHistory(cfg HistoryConfig) (*History, error) {
 	switch {
 	case cfg.PerBreaker == 0:
-		cfg.PerBreaker = DefaultHistoryPerBreaker
+		cfg.PerBreaker = defaultHistoryPerBreaker
 	case cfg.PerBreaker < 1 || cfg.PerBreaker > 100:
 		return nil, &ConfigError{Package: "admin", Field: "HistoryConfig.PerBreaker", Value: cfg.PerBreaker, Problem: "must be between 1 and 100", Err: ErrConfig}
 	}
 	switch {
 	case cfg.MaxBreakers == 0:
-		cfg.MaxBreakers = DefaultHistoryBreakers
+		cfg.MaxBreakers = defaultHistoryBreakers
 	case cfg.MaxBreakers < 0:
 		return nil, &ConfigError{Package: "admin", Field: "HistoryConfig.MaxBreakers", Value: cfg.MaxBreakers, Problem: "must be positive", Err: ErrConfig}
 	}

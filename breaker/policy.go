@@ -75,15 +75,15 @@ type Policy struct {
 
 // Defaults of Policy, exported so documentation and other packages can refer to them.
 const (
-	DefaultFailureRateThreshold  = 0.5
+	defaultFailureRateThreshold  = 0.5
 	DefaultMinimumCalls          = 20
-	DefaultWindow                = 60 * time.Second
-	DefaultBuckets               = 10
-	DefaultSlowCallRateThreshold = 0.5
+	defaultWindow                = 60 * time.Second
+	defaultBuckets               = 10
+	defaultSlowCallRateThreshold = 0.5
 	DefaultCooldown              = 30 * time.Second
 	DefaultMaxCooldown           = 5 * time.Minute
-	DefaultJitter                = 0.1
-	DefaultHalfOpenProbes        = 1
+	defaultJitter                = 0.1
+	defaultHalfOpenProbes        = 1
 	DefaultProbeLease            = 30 * time.Second
 	DefaultMaxRetryAfter         = 15 * time.Minute
 )
@@ -91,19 +91,19 @@ const (
 // WithDefaults returns p with every zero field set to its default.
 func (p Policy) WithDefaults() Policy {
 	if p.FailureRateThreshold == 0 {
-		p.FailureRateThreshold = DefaultFailureRateThreshold
+		p.FailureRateThreshold = defaultFailureRateThreshold
 	}
 	if p.MinimumCalls == 0 {
 		p.MinimumCalls = DefaultMinimumCalls
 	}
 	if p.Window == 0 {
-		p.Window = DefaultWindow
+		p.Window = defaultWindow
 	}
 	if p.Buckets == 0 {
-		p.Buckets = DefaultBuckets
+		p.Buckets = defaultBuckets
 	}
 	if p.SlowCallRateThreshold == 0 {
-		p.SlowCallRateThreshold = DefaultSlowCallRateThreshold
+		p.SlowCallRateThreshold = defaultSlowCallRateThreshold
 	}
 	if p.Cooldown == 0 {
 		p.Cooldown = DefaultCooldown
@@ -115,10 +115,10 @@ func (p Policy) WithDefaults() Policy {
 		p.MaxCooldown = max(p.Cooldown, DefaultMaxCooldown)
 	}
 	if p.Jitter == 0 {
-		p.Jitter = DefaultJitter
+		p.Jitter = defaultJitter
 	}
 	if p.HalfOpenProbes == 0 {
-		p.HalfOpenProbes = DefaultHalfOpenProbes
+		p.HalfOpenProbes = defaultHalfOpenProbes
 	}
 	if p.ProbeLease == 0 {
 		p.ProbeLease = DefaultProbeLease

@@ -22,10 +22,10 @@ type Snapshot struct {
 }
 
 // Snapshot returns the breaker's state and counts now.
-func (b *Breaker) Snapshot() Snapshot { return b.SnapshotAt(b.now()) }
+func (b *Breaker) Snapshot() Snapshot { return b.snapshotAt(b.now()) }
 
-// SnapshotAt is Snapshot with the time given by the caller.
-func (b *Breaker) SnapshotAt(now time.Time) Snapshot {
+// snapshotAt is Snapshot with the time given by the caller.
+func (b *Breaker) snapshotAt(now time.Time) Snapshot {
 	n := b.toNanos(now)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -66,10 +66,10 @@ func (b *Breaker) SnapshotAt(now time.Time) Snapshot {
 // cooldown when open, the time until a probe slot frees when half-open and full, zero
 // when closed. It is zero for a forced-open breaker too, whose end nobody knows; check
 // the state. Payloads turn it into retry_after_seconds.
-func (b *Breaker) RetryAfter() time.Duration { return b.RetryAfterAt(b.now()) }
+func (b *Breaker) RetryAfter() time.Duration { return b.retryAfterAt(b.now()) }
 
-// RetryAfterAt is RetryAfter with the time given by the caller.
-func (b *Breaker) RetryAfterAt(now time.Time) time.Duration {
+// retryAfterAt is RetryAfter with the time given by the caller.
+func (b *Breaker) retryAfterAt(now time.Time) time.Duration {
 	return b.retryAfter(b.toNanos(now))
 }
 

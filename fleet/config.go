@@ -84,31 +84,31 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultPrefix       = "agentbreaker"
-	DefaultSyncInterval = 500 * time.Millisecond
-	DefaultOpTimeout    = 200 * time.Millisecond
-	DefaultKeyTTL       = 24 * time.Hour
-	DefaultHistoryLen   = 1000
+	defaultPrefix       = "agentbreaker"
+	defaultSyncInterval = 500 * time.Millisecond
+	defaultOpTimeout    = 200 * time.Millisecond
+	defaultKeyTTL       = 24 * time.Hour
+	defaultHistoryLen   = 1000
 )
 
 func (c Config) withDefaults() Config {
 	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
+		c.Prefix = defaultPrefix
 	}
 	if c.SyncInterval == 0 {
-		c.SyncInterval = DefaultSyncInterval
+		c.SyncInterval = defaultSyncInterval
 	}
 	if c.OpTimeout == 0 {
-		c.OpTimeout = min(DefaultOpTimeout, c.SyncInterval)
+		c.OpTimeout = min(defaultOpTimeout, c.SyncInterval)
 	}
 	if c.LocalAfter == 0 {
 		c.LocalAfter = 3*c.SyncInterval + c.OpTimeout
 	}
 	if c.KeyTTL == 0 {
-		c.KeyTTL = DefaultKeyTTL
+		c.KeyTTL = defaultKeyTTL
 	}
 	if c.HistoryLen == 0 {
-		c.HistoryLen = DefaultHistoryLen
+		c.HistoryLen = defaultHistoryLen
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

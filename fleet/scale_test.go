@@ -47,7 +47,7 @@ func TestScale(t *testing.T) {
 		require.NoError(t, err)
 		seconds = n
 	}
-	interval := fleet.DefaultSyncInterval
+	interval := 500 * time.Millisecond // the default SyncInterval
 
 	c := redistest.StartCluster(t, 3, 1)
 	app := fmt.Sprintf("t-scale-%08x", rand.Uint32())
@@ -57,7 +57,7 @@ func TestScale(t *testing.T) {
 	var fleets []*fleet.Fleet
 	for i := range replicas {
 		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), PoolSize: 2,
-			DialTimeout: fleet.DefaultOpTimeout, ReadTimeout: fleet.DefaultOpTimeout, WriteTimeout: fleet.DefaultOpTimeout,
+			DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, // the default OpTimeout
 			ContextTimeoutEnabled: true})
 		cc.AddHook(roundTimer(func(d time.Duration) {
 			mu.Lock()

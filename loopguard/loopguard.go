@@ -178,8 +178,8 @@ func (t *Tracker) ModelCall() (n int, allowed bool) {
 	return t.modelCalls, t.maxModel < 0 || t.modelCalls <= t.maxModel
 }
 
-// Hide marks dependencies whose tools were left out of the model's tool list.
-func (t *Tracker) Hide(dependencies ...string) {
+// hide marks dependencies whose tools were left out of the model's tool list.
+func (t *Tracker) hide(dependencies ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.hidden == nil {
@@ -190,8 +190,8 @@ func (t *Tracker) Hide(dependencies ...string) {
 	}
 }
 
-// Unhide marks dependencies whose tools are offered to the model again.
-func (t *Tracker) Unhide(dependencies ...string) {
+// unhide marks dependencies whose tools are offered to the model again.
+func (t *Tracker) unhide(dependencies ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, d := range dependencies {
@@ -234,9 +234,9 @@ func (g *Guard) Filter(req *model.LLMRequest, t *Tracker, dependencyOf func(tool
 			hide = refusing(dep)
 			verdict[dep] = hide
 			if hide {
-				t.Hide(dep)
+				t.hide(dep)
 			} else {
-				t.Unhide(dep)
+				t.unhide(dep)
 			}
 		}
 		if hide {

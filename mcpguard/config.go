@@ -12,8 +12,8 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultTimeout     = 30 * time.Second
-	DefaultListTimeout = 10 * time.Second
+	defaultTimeout     = 30 * time.Second
+	defaultListTimeout = 10 * time.Second
 	maxTimeout         = time.Hour
 )
 
@@ -40,11 +40,11 @@ type Config struct {
 	// timeout (UNKNOWN, counted) and leaves no goroutine behind once the server lets
 	// go. Negative means no timeout: a hanging server then holds the turn until the
 	// run's own deadline, but the call costs no allocation here. Defaults to
-	// DefaultTimeout (30s); at most 1h.
+	// 30s; at most 1h.
 	Timeout time.Duration
 	// ListTimeout bounds each listing of the server's tools; a listing past it counts
-	// as a failed listing. Negative means no timeout. Defaults to DefaultListTimeout
-	// (10s); at most 1h.
+	// as a failed listing. Negative means no timeout. Defaults to 10s;
+	// at most 1h.
 	ListTimeout time.Duration
 	// Logger receives a record for each failed or skipped listing and each refused
 	// second send, with the dependency key, the tool and the failure's class (never
@@ -65,16 +65,16 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, bad("Config.Toolset.Transport", "nil", "Config.Toolset.Endpoint is empty too: one of them is required")
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = defaultTimeout
 	}
 	if cfg.ListTimeout == 0 {
-		cfg.ListTimeout = DefaultListTimeout
+		cfg.ListTimeout = defaultListTimeout
 	}
 	if cfg.Timeout > maxTimeout {
-		return cfg, bad("Config.Timeout", cfg.Timeout, "must be at most 1h (0 for the default, "+DefaultTimeout.String()+"; negative for none)")
+		return cfg, bad("Config.Timeout", cfg.Timeout, "must be at most 1h (0 for the default, "+defaultTimeout.String()+"; negative for none)")
 	}
 	if cfg.ListTimeout > maxTimeout {
-		return cfg, bad("Config.ListTimeout", cfg.ListTimeout, "must be at most 1h (0 for the default, "+DefaultListTimeout.String()+"; negative for none)")
+		return cfg, bad("Config.ListTimeout", cfg.ListTimeout, "must be at most 1h (0 for the default, "+defaultListTimeout.String()+"; negative for none)")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

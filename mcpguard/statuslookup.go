@@ -37,7 +37,7 @@ const statusArgument = "idempotency_key"
 // list it in the plugin's MutatingTools.
 //
 // Each lookup opens a short session of its own (its HTTP status read as the tool set
-// reads it), bounded by DefaultTimeout and by ctx, and closes it. It is not a call the
+// reads it), bounded by Config.Timeout's default (30s) and by ctx, and closes it. It is not a call the
 // model made: no breaker admits or counts it. A transport that connects only once
 // (mcp.CommandTransport, whose command the tool set starts; in-memory and I/O
 // transports) cannot carry a second session, and StatusLookup refuses it, as it
@@ -76,7 +76,7 @@ func lookup(ctx context.Context, client *mcp.Client, t mcp.Transport, tool, key 
 	if key == "" {
 		return journal.StatusUnknown, errors.New("mcpguard: status lookup: the intent has no idempotency key")
 	}
-	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	ctx, cancel := context.WithTimeout(ctx, defaultTimeout)
 	defer cancel()
 	session, err := client.Connect(ctx, t, nil)
 	if err != nil {

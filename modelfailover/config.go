@@ -111,8 +111,8 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultShareWindow = 15 * time.Minute
-	DefaultPendingTTL  = 10 * time.Minute
+	defaultShareWindow = 15 * time.Minute
+	defaultPendingTTL  = 10 * time.Minute
 	// Unavailable is the route name used when no route served a call: the
 	// unavailable answer was given instead.
 	Unavailable  = "unavailable"
@@ -127,13 +127,13 @@ func (cfg *Config) withDefaults() error {
 		return bad("Routes", cfg.Routes, "at least one route is required")
 	}
 	if cfg.ShareWindow == 0 {
-		cfg.ShareWindow = DefaultShareWindow
+		cfg.ShareWindow = defaultShareWindow
 	}
 	if cfg.ShareWindow < time.Minute || cfg.ShareWindow > 24*time.Hour {
 		return bad("ShareWindow", cfg.ShareWindow, "must be between 1m and 24h")
 	}
 	if cfg.PendingTTL == 0 {
-		cfg.PendingTTL = DefaultPendingTTL
+		cfg.PendingTTL = defaultPendingTTL
 	}
 	if cfg.PendingTTL < time.Second || cfg.PendingTTL > 24*time.Hour {
 		return bad("PendingTTL", cfg.PendingTTL, "must be between 1s and 24h")

@@ -12,8 +12,8 @@ import (
 	"github.com/agentbreaker/agentbreaker/probe"
 )
 
-// DefaultProbePrompt is the prompt of a route's probe when none is given.
-const DefaultProbePrompt = "ping"
+// defaultProbePrompt is the prompt of a route's probe when none is given.
+const defaultProbePrompt = "ping"
 
 // ProbeFunc returns a health check of a model: a one-token generation of prompt (a
 // cheap request a healthy endpoint answers in milliseconds), non-streaming. Its
@@ -21,7 +21,7 @@ const DefaultProbePrompt = "ping"
 // response is a failure.
 func ProbeFunc(llm model.LLM, modelName, prompt string, cls *classify.Classifier) probe.Func {
 	if prompt == "" {
-		prompt = DefaultProbePrompt
+		prompt = defaultProbePrompt
 	}
 	return func(ctx context.Context) error {
 		req := &model.LLMRequest{

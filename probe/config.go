@@ -44,8 +44,8 @@ type Check struct {
 	Classify func(ctx context.Context, err error) classify.Classification
 }
 
-// DefaultTimeout is Check.Timeout's default when the ProbeLease is longer.
-const DefaultTimeout = 5 * time.Second
+// defaultTimeout is Check.Timeout's default when the ProbeLease is longer.
+const defaultTimeout = 5 * time.Second
 
 // DefaultMaxInterval is Config.MaxInterval's default.
 const DefaultMaxInterval = 30 * time.Second
@@ -131,7 +131,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 		lease := c.Breaker.Policy().ProbeLease
 		if c.Timeout == 0 {
-			c.Timeout = min(DefaultTimeout, lease)
+			c.Timeout = min(defaultTimeout, lease)
 		}
 		if c.Timeout < time.Millisecond || c.Timeout > lease {
 			return cfg, bad(field("Timeout"), c.Timeout, "must be between 1ms and the breaker's ProbeLease ("+lease.String()+")")

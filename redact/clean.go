@@ -64,10 +64,10 @@ func unsafeRune(r rune) bool { return unsafetext.Rune(r) }
 // Excerpt returns at most max bytes of s for an operator who opted in to seeing
 // upstream text: cleaned like [Clean] and with common secret shapes masked like
 // [Mask]. Only a bounded prefix of s is ever examined, so a 1 MB body costs no more
-// than a short one. max <= 0 means DefaultExcerptLen; it is capped at MaxExcerptLen.
+// than a short one. max <= 0 means defaultExcerptLen; it is capped at MaxExcerptLen.
 func Excerpt(s string, max int) string {
 	if max <= 0 {
-		max = DefaultExcerptLen
+		max = defaultExcerptLen
 	}
 	max = min(max, MaxExcerptLen)
 	// Look past the bound so a secret that straddles it is still recognised whole,
@@ -84,10 +84,10 @@ func Excerpt(s string, max int) string {
 // knows masked, but not its long hex and base64 runs, which in an answer are more often
 // an order or a product identifier the model needs than a key. Prompt injections
 // pass: what the model may read is the caller's decision. max <= 0 means
-// DefaultExcerptLen; it is capped at MaxExcerptLen.
+// defaultExcerptLen; it is capped at MaxExcerptLen.
 func Answer(s string, max int) string {
 	if max <= 0 {
-		max = DefaultExcerptLen
+		max = defaultExcerptLen
 	}
 	max = min(max, MaxExcerptLen)
 	window := max + 256

@@ -16,8 +16,8 @@ type ConfigError = agentbreaker.ConfigError
 
 // Limits of excerpts.
 const (
-	// DefaultExcerptLen is the default bound of an excerpt, in bytes.
-	DefaultExcerptLen = 256
+	// defaultExcerptLen is the default bound of an excerpt, in bytes.
+	defaultExcerptLen = 256
 	// MaxExcerptLen is the largest excerpt Config.ExcerptLen may ask for.
 	MaxExcerptLen = 4096
 	// hashHex is how many hex digits of the hash a fingerprint keeps (48 bits):
@@ -40,7 +40,7 @@ type Config struct {
 	// to false: fingerprints only.
 	Excerpt bool
 	// ExcerptLen bounds an excerpt in bytes, from 16 to MaxExcerptLen. Defaults to
-	// DefaultExcerptLen.
+	// 256.
 	ExcerptLen int
 }
 
@@ -61,7 +61,7 @@ func New(cfg Config) (*Redactor, error) {
 		return nil, &ConfigError{Package: "redact", Field: "Config.Key", Value: strconv.Itoa(len(cfg.Key)) + " bytes", Problem: "must be at least 16 bytes, or nil for an unkeyed hash"}
 	}
 	if cfg.ExcerptLen == 0 {
-		cfg.ExcerptLen = DefaultExcerptLen
+		cfg.ExcerptLen = defaultExcerptLen
 	}
 	if cfg.ExcerptLen < 16 || cfg.ExcerptLen > MaxExcerptLen {
 		return nil, &ConfigError{Package: "redact", Field: "Config.ExcerptLen", Value: cfg.ExcerptLen, Problem: "must be between 16 and " + strconv.Itoa(MaxExcerptLen)}

@@ -31,21 +31,21 @@ type BudgetConfig struct {
 
 // Defaults of BudgetConfig.
 const (
-	DefaultBudgetRatio         = 0.1
-	DefaultMinRetriesPerSecond = 0.1
-	DefaultBudgetWindow        = 10 * time.Second
+	defaultBudgetRatio         = 0.1
+	defaultMinRetriesPerSecond = 0.1
+	defaultBudgetWindow        = 10 * time.Second
 	budgetBuckets              = 10
 )
 
 func (c BudgetConfig) withDefaults() BudgetConfig {
 	if c.Ratio == 0 {
-		c.Ratio = DefaultBudgetRatio
+		c.Ratio = defaultBudgetRatio
 	}
 	if c.MinRetriesPerSecond == 0 {
-		c.MinRetriesPerSecond = DefaultMinRetriesPerSecond
+		c.MinRetriesPerSecond = defaultMinRetriesPerSecond
 	}
 	if c.Window == 0 {
-		c.Window = DefaultBudgetWindow
+		c.Window = defaultBudgetWindow
 	}
 	if c.MaxDependencies == 0 {
 		c.MaxDependencies = 10000

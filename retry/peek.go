@@ -7,10 +7,10 @@ import "time"
 // scheduler's retry predicate, package workflowguard) asks them before it repeats.
 
 // Allows reports whether one more retry would be granted now, without charging it.
-func (b *Budget) Allows() bool { return b.AllowsAt(b.clk.Now()) }
+func (b *Budget) Allows() bool { return b.allowsAt(b.clk.Now()) }
 
-// AllowsAt is Allows at the given time.
-func (b *Budget) AllowsAt(now time.Time) bool {
+// allowsAt is Allows at the given time.
+func (b *Budget) allowsAt(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	requests, retries := b.sum(b.index(now))
@@ -34,7 +34,7 @@ func (run *Run) NextRefusal() Reason {
 		return ReasonDeadlineExhausted
 	case run.attempts > 0 && !run.retryGranted:
 		return ReasonNotRetryable
-	case run.attempts > 0 && run.chargeOnAdmit && !run.budget.AllowsAt(now):
+	case run.attempts > 0 && run.chargeOnAdmit && !run.budget.allowsAt(now):
 		return ReasonBudgetExhausted
 	}
 	return ""

@@ -28,25 +28,25 @@ type Policy struct {
 
 // Defaults of Policy.
 const (
-	DefaultMaxAttempts = 3
-	DefaultDeadline    = 90 * time.Second
-	DefaultBaseDelay   = 100 * time.Millisecond
-	DefaultMaxDelay    = 10 * time.Second
+	defaultMaxAttempts = 3
+	defaultDeadline    = 90 * time.Second
+	defaultBaseDelay   = 100 * time.Millisecond
+	defaultMaxDelay    = 10 * time.Second
 )
 
 // WithDefaults returns p with every zero field set to its default.
 func (p Policy) WithDefaults() Policy {
 	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultMaxAttempts
+		p.MaxAttempts = defaultMaxAttempts
 	}
 	if p.Deadline == 0 {
-		p.Deadline = DefaultDeadline
+		p.Deadline = defaultDeadline
 	}
 	if p.BaseDelay == 0 {
-		p.BaseDelay = DefaultBaseDelay
+		p.BaseDelay = defaultBaseDelay
 	}
 	if p.MaxDelay == 0 {
-		p.MaxDelay = max(DefaultMaxDelay, p.BaseDelay)
+		p.MaxDelay = max(defaultMaxDelay, p.BaseDelay)
 	}
 	return p
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 )
 
@@ -144,9 +143,3 @@ type Result struct {
 	RequestID      string
 	IdempotencyKey string
 }
-
-// ReportFor maps a classification to the report its breaker needs.
-//
-// Deprecated: use [classify.Classification.BreakerReport], or [classify.Execute] to
-// allow, run, classify and report in one call.
-func ReportFor(c classify.Classification) breaker.Report { return c.BreakerReport() }

@@ -29,9 +29,9 @@ func (t *Telemetry) ToolAbandoned(ctx context.Context, a tooltimeout.Abandon) {
 		level, msg = slog.LevelInfo, "agentbreaker: abandoned tool call returned"
 	}
 	extra := []slog.Attr{
-		slog.String(KeyTool, a.Tool),
-		slog.String(KeyOutcome, classify.Unknown.String()),
-		slog.String(KeyErrorClass, string(classify.ClassTimeout)),
+		slog.String(keyTool, a.Tool),
+		slog.String(keyOutcome, classify.Unknown.String()),
+		slog.String(keyErrorClass, string(classify.ClassTimeout)),
 		slog.Float64("limit_ms", millis(a.Limit)),
 		slog.Int64("still_running", a.Running),
 	}

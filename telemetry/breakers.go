@@ -5,23 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
-	"github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
-)
-
-// Probe results, the values of the result label of agentbreaker_breaker_probes_total.
-const (
-	ProbeSucceeded = metrics.ProbeSucceeded
-	ProbeFailed    = metrics.ProbeFailed
-	// ProbeExpired is a probe lease that ran out before its caller reported.
-	ProbeExpired = metrics.ProbeExpired
-)
-
-// Probe sources, the values of the source label of agentbreaker_breaker_probe_results_total.
-const (
-	// ProbeSourceHealth is the dependency's own health probe (package probe).
-	ProbeSourceHealth = metrics.ProbeSourceHealth
-	// ProbeSourceUser is a user's call that was the half-open probe.
-	ProbeSourceUser = metrics.ProbeSourceUser
 )
 
 // BreakerEvent records a breaker state change and logs it. Pass it to
@@ -47,22 +30,22 @@ func (t *Telemetry) breakerEvent(e breaker.Event) {
 		return
 	}
 	attrs := []slog.Attr{
-		slog.String(KeyDependency, e.Breaker),
-		slog.String(KeyFrom, e.From.String()),
-		slog.String(KeyTo, e.To.String()),
-		slog.String(KeyCause, e.Cause.String()),
-		slog.String(KeyReason, e.Reason),
-		slog.String(KeyBreakerState, e.To.String()),
-		slog.String(KeyPolicyVersion, e.PolicyVersion),
-		slog.Uint64(KeyGeneration, e.Generation),
-		slog.Int64(KeyWindowCalls, e.Window.Calls),
-		slog.Int64(KeyWindowFailedCalls, e.Window.Failures),
+		slog.String(keyDependency, e.Breaker),
+		slog.String(keyFrom, e.From.String()),
+		slog.String(keyTo, e.To.String()),
+		slog.String(keyCause, e.Cause.String()),
+		slog.String(keyReason, e.Reason),
+		slog.String(keyBreakerState, e.To.String()),
+		slog.String(keyPolicyVersion, e.PolicyVersion),
+		slog.Uint64(keyGeneration, e.Generation),
+		slog.Int64(keyWindowCalls, e.Window.Calls),
+		slog.Int64(keyWindowFailedCalls, e.Window.Failures),
 	}
 	if !e.ReopenAt.IsZero() {
-		attrs = append(attrs, slog.Time(KeyReopenAt, e.ReopenAt))
+		attrs = append(attrs, slog.Time(keyReopenAt, e.ReopenAt))
 	}
 	if e.HealthProbe {
-		attrs = append(attrs, slog.Bool(KeyHealthProbe, true))
+		attrs = append(attrs, slog.Bool(keyHealthProbe, true))
 	}
 	msg := "agentbreaker: breaker state changed"
 	if e.From == e.To {

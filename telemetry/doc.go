@@ -93,9 +93,9 @@
 //
 // adk-go starts an "execute_tool" span around each tool call and a "generate_content"
 // span around each model call, and hands the span's context to tool callbacks and to
-// the model. [AnnotateSpan] adds a breaker decision to whatever span the context holds,
-// as attributes (the latest decision) and as an event (every decision); the methods of
-// [Telemetry] that take a context do it for you. As an observe.Spans, a Telemetry also
+// the model. The methods of [Telemetry] that take a context add the breaker decision
+// to whatever span the context holds, as attributes (the latest decision) and as an
+// event named "agentbreaker.<kind>" (every decision). As an observe.Spans, a Telemetry also
 // puts on a call's span the breaker transition its admission or report caused
 // ("agentbreaker.transition", with the keys of the transition's log record) and the
 // call a throttle shed ("agentbreaker.shed"); the tool callbacks call it.

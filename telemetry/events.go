@@ -38,14 +38,14 @@ func (t *Telemetry) logCall(ctx context.Context, level slog.Level, msg, dependen
 	state, version := t.s.BreakerInfo(dependency)
 	attrs := make([]slog.Attr, 0, 8+len(extra))
 	attrs = append(attrs,
-		slog.String(KeyDependency, dependency),
-		slog.String(KeyRequestID, req),
-		slog.Int(KeyAttempt, metrics.Attempt(n)),
-		slog.String(KeyBreakerState, state),
-		slog.String(KeyPolicyVersion, version),
+		slog.String(keyDependency, dependency),
+		slog.String(keyRequestID, req),
+		slog.Int(keyAttempt, metrics.Attempt(n)),
+		slog.String(keyBreakerState, state),
+		slog.String(keyPolicyVersion, version),
 	)
 	if call != "" {
-		attrs = append(attrs, slog.String(KeyFunctionCallID, call))
+		attrs = append(attrs, slog.String(keyFunctionCallID, call))
 	}
 	attrs = append(attrs, extra...)
 	t.log.LogAttrs(ctx, level, msg, attrs...)
@@ -59,11 +59,11 @@ func (t *Telemetry) ShortCircuit(ctx context.Context, s observe.ShortCircuit) {
 	}
 	t.s.ShortCircuit(ctx, s)
 	t.logCall(ctx, slog.LevelInfo, "agentbreaker: call short-circuited", s.Dependency, s.RequestID, s.Attempt,
-		slog.String(KeyTool, s.Tool),
-		slog.String(KeyOutcome, classify.FailedBeforeSend.String()),
-		slog.String(KeyErrorClass, string(classify.ClassBreakerOpen)),
-		slog.Float64(KeyRetryAfterMS, millis(s.RetryAfter)),
-		slog.String(KeyReason, "breaker "+s.State.String()),
+		slog.String(keyTool, s.Tool),
+		slog.String(keyOutcome, classify.FailedBeforeSend.String()),
+		slog.String(keyErrorClass, string(classify.ClassBreakerOpen)),
+		slog.Float64(keyRetryAfterMS, millis(s.RetryAfter)),
+		slog.String(keyReason, "breaker "+s.State.String()),
 	)
 }
 
@@ -79,11 +79,11 @@ func (t *Telemetry) CallOutcome(ctx context.Context, c observe.Call) {
 		level = slog.LevelDebug
 	}
 	t.logCall(ctx, level, "agentbreaker: call attempt", c.Dependency, c.RequestID, c.Attempt,
-		slog.String(KeyTool, c.Tool),
-		slog.String(KeyOutcome, c.Outcome.String()),
-		slog.String(KeyErrorClass, string(c.Class)),
-		slog.Float64(KeyElapsedMS, millis(c.Elapsed)),
-		slog.Bool(KeyProbe, c.Probe),
+		slog.String(keyTool, c.Tool),
+		slog.String(keyOutcome, c.Outcome.String()),
+		slog.String(keyErrorClass, string(c.Class)),
+		slog.Float64(keyElapsedMS, millis(c.Elapsed)),
+		slog.Bool(keyProbe, c.Probe),
 	)
 }
 
@@ -95,8 +95,8 @@ func (t *Telemetry) BulkheadRejected(ctx context.Context, dependency string) {
 	}
 	t.s.BulkheadRejected(ctx, dependency)
 	t.logCall(ctx, slog.LevelInfo, "agentbreaker: bulkhead full", dependency, "", 0,
-		slog.String(KeyOutcome, classify.FailedBeforeSend.String()),
-		slog.String(KeyErrorClass, string(classify.ClassBulkheadFull)),
+		slog.String(keyOutcome, classify.FailedBeforeSend.String()),
+		slog.String(keyErrorClass, string(classify.ClassBulkheadFull)),
 	)
 }
 
@@ -118,9 +118,9 @@ func (t *Telemetry) Failover(ctx context.Context, f observe.Failover) {
 	}
 	t.s.Failover(ctx, f)
 	t.logCall(ctx, slog.LevelWarn, "agentbreaker: model failover", f.From, f.RequestID, f.Attempt,
-		slog.String(KeyFrom, f.From),
-		slog.String(KeyTo, f.To),
-		slog.String(KeyCause, f.Cause),
+		slog.String(keyFrom, f.From),
+		slog.String(keyTo, f.To),
+		slog.String(keyCause, f.Cause),
 	)
 }
 
@@ -128,7 +128,7 @@ func (t *Telemetry) Failover(ctx context.Context, f observe.Failover) {
 // previous route's reads 0. A change of route is logged.
 func (t *Telemetry) RouteServing(model, region string) {
 	if t != nil && t.s.RouteServing(model, region) {
-		t.log.Info("agentbreaker: model route serving", KeyModel, model, KeyRegion, region)
+		t.log.Info("agentbreaker: model route serving", keyModel, model, keyRegion, region)
 	}
 }
 

@@ -42,8 +42,8 @@ type Backlogger interface {
 
 var _ Backlogger = (*journal.Journal)(nil)
 
-// DefaultJournalEvery is how often WatchJournal reads the backlog by default.
-const DefaultJournalEvery = 15 * time.Second
+// defaultJournalEvery is how often WatchJournal reads the backlog by default.
+const defaultJournalEvery = 15 * time.Second
 
 // JournalWatch configures WatchJournal.
 type JournalWatch struct {
@@ -53,7 +53,7 @@ type JournalWatch struct {
 	// journal gauges). Required.
 	Observer observe.Journal
 	// Every is the time between readings. From 1s to 1h. Defaults to
-	// DefaultJournalEvery.
+	// 15s.
 	Every time.Duration
 	// Tick, when set, replaces the ticker: each value received triggers a reading, and
 	// Every is not used. Tests send on it. Defaults to a time.Ticker of Every.
@@ -88,7 +88,7 @@ func WatchJournal(ctx context.Context, w JournalWatch) error {
 	}
 	if w.Tick == nil {
 		if w.Every == 0 {
-			w.Every = DefaultJournalEvery
+			w.Every = defaultJournalEvery
 		}
 		if w.Every < time.Second || w.Every > time.Hour {
 			return fmt.Errorf("telemetry: JournalWatch.Every = %s: must be between 1s and 1h", w.Every)

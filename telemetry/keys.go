@@ -3,27 +3,27 @@ package telemetry
 // Keys of the slog records. They are stable: log queries and alerts built on them keep
 // working across versions.
 const (
-	KeyDependency        = "dependency"
-	KeyTool              = "tool"
-	KeyRequestID         = "request_id"       // the adk-go invocation ID unless the caller gave one
-	KeyFunctionCallID    = "function_call_id" // the model's function call ID, inside tool callbacks
-	KeyAttempt           = "attempt"
-	KeyOutcome           = "outcome"
-	KeyErrorClass        = "error_class"
-	KeyElapsedMS         = "elapsed_ms"
-	KeyBreakerState      = "breaker_state"
-	KeyPolicyVersion     = "policy_version"
-	KeyProbe             = "probe"
-	KeyRetryAfterMS      = "retry_after_ms"
-	KeyFrom              = "from"
-	KeyTo                = "to"
-	KeyCause             = "cause"
-	KeyReason            = "reason"
-	KeyGeneration        = "generation"
-	KeyHealthProbe       = "health_probe" // a breaker transition made by the dependency's health probe
-	KeyWindowCalls       = "window_calls"
-	KeyWindowFailedCalls = "window_failed_calls"
-	KeyReopenAt          = "reopen_at"
-	KeyModel             = "model"
-	KeyRegion            = "region"
+	keyDependency        = "dependency"
+	keyTool              = "tool"
+	keyRequestID         = "request_id"       // the adk-go invocation ID unless the caller gave one
+	keyFunctionCallID    = "function_call_id" // the model's function call ID, inside tool callbacks
+	keyAttempt           = "attempt"
+	keyOutcome           = "outcome"
+	keyErrorClass        = "error_class"
+	keyElapsedMS         = "elapsed_ms"
+	keyBreakerState      = "breaker_state"
+	keyPolicyVersion     = "policy_version"
+	keyProbe             = "probe"
+	keyRetryAfterMS      = "retry_after_ms"
+	keyFrom              = "from"
+	keyTo                = "to"
+	keyCause             = "cause"
+	keyReason            = "reason"
+	keyGeneration        = "generation"
+	keyHealthProbe       = "health_probe" // a breaker transition made by the dependency's health probe
+	keyWindowCalls       = "window_calls"
+	keyWindowFailedCalls = "window_failed_calls"
+	keyReopenAt          = "reopen_at"
+	keyModel             = "model"
+	keyRegion            = "region"
 )

@@ -23,7 +23,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
-	"github.com/agentbreaker/agentbreaker/telemetry"
+	spans "github.com/agentbreaker/agentbreaker/telemetry/internal/span"
 	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 )
 
@@ -69,14 +69,14 @@ func TestAnnotateSpanWithoutARecordingSpan(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.NeverSample()))
 	ctx, span := tp.Tracer("test").Start(context.Background(), "unsampled")
-	telemetry.AnnotateSpan(ctx, telemetry.Decision{Kind: telemetry.DecisionFailover, From: "a", To: "b"})
-	telemetry.AnnotateSpan(context.Background(), telemetry.Decision{Kind: telemetry.DecisionFailover})
+	spans.Annotate(ctx, spans.Decision{Kind: spans.DecisionFailover, From: "a", To: "b"})
+	spans.Annotate(context.Background(), spans.Decision{Kind: spans.DecisionFailover})
 	span.End()
 	require.Empty(t, rec.Ended())
 
 	rec2 := tracetest.NewSpanRecorder()
 	ctx, span = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec2)).Tracer("test").Start(context.Background(), "kindless")
-	telemetry.AnnotateSpan(ctx, telemetry.Decision{Dependency: "crm"}) // no Kind: dropped
+	spans.Annotate(ctx, spans.Decision{Dependency: "crm"}) // no Kind: dropped
 	span.End()
 	require.Empty(t, rec2.Ended()[0].Events())
 }

@@ -16,10 +16,10 @@ type ConfigError = agentbreaker.ConfigError
 
 // Defaults.
 const (
-	DefaultK           = 2.0
-	DefaultMinRequests = 20
+	defaultK           = 2.0
+	defaultMinRequests = 20
 	DefaultWindow      = 30 * time.Second
-	DefaultBuckets     = 10
+	defaultBuckets     = 10
 )
 
 // Config configures one Throttle. Zero fields take the defaults.
@@ -108,16 +108,16 @@ func MustNew(cfg Config) *Throttle {
 // WithDefaults returns cfg with its zero fields set to the defaults.
 func (cfg Config) WithDefaults() Config {
 	if cfg.K == 0 {
-		cfg.K = DefaultK
+		cfg.K = defaultK
 	}
 	if cfg.MinRequests == 0 {
-		cfg.MinRequests = DefaultMinRequests
+		cfg.MinRequests = defaultMinRequests
 	}
 	if cfg.Window == 0 {
 		cfg.Window = DefaultWindow
 	}
 	if cfg.Buckets == 0 {
-		cfg.Buckets = DefaultBuckets
+		cfg.Buckets = defaultBuckets
 	}
 	return cfg
 }
@@ -325,10 +325,10 @@ func (t *Throttle) CountsAt(now time.Time) Counts {
 
 // Probability returns the share of Low calls being shed now (p in the package doc),
 // from the window as it stands at this instant.
-func (t *Throttle) Probability() float64 { return t.ProbabilityAt(t.now()) }
+func (t *Throttle) Probability() float64 { return t.probabilityAt(t.now()) }
 
-// ProbabilityAt is Probability at the time given by the caller.
-func (t *Throttle) ProbabilityAt(now time.Time) float64 {
+// probabilityAt is Probability at the time given by the caller.
+func (t *Throttle) probabilityAt(now time.Time) float64 {
 	return t.recompute(t.win.epochOf(t.toNanos(now)))
 }
 
