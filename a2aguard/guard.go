@@ -156,7 +156,7 @@ func separateAgentTool(cfg Config) error {
 func (g *guard) before(ctx agent.Context, req *a2a.SendMessageRequest) (*session.Event, error) {
 	c := &call{invocation: ctx.InvocationID()}
 	c.pc = callpath.Call{Dependency: g.dep, Tool: g.name, InvocationID: c.invocation, Breaker: g.breaker}
-	if r, ok := g.path.Admit(&c.pc); !ok {
+	if r, ok := g.path.Admit(ctx, &c.pc); !ok {
 		g.path.Refuse(ctx, &c.pc, r)
 		return g.refusal(ctx, r.Class, r.RetryAfter), nil
 	}
@@ -285,7 +285,7 @@ func (g *guard) cardProvider(p remoteagent.AgentCardProvider) remoteagent.AgentC
 		}
 		pc := callpath.Call{Dependency: g.dep, Tool: g.name, Breaker: g.breaker}
 		if last == nil {
-			if r, ok := g.path.Admit(&pc); !ok {
+			if r, ok := g.path.Admit(ctx, &pc); !ok {
 				return nil, fmt.Errorf("%s is temporarily unavailable: %s", payloads.CleanName(g.dep), payloads.Phrase(r.Class))
 			}
 		}

@@ -183,6 +183,11 @@ func (b *Breaker) Name() string { return b.name }
 // Policy returns the policy in force, defaults applied.
 func (b *Breaker) Policy() Policy { return b.policy }
 
+// Shadow reports whether the breaker's policy is in shadow mode ([Policy.Shadow]):
+// its decisions are recorded, not enforced. A nil breaker enforces nothing and is
+// not in shadow.
+func (b *Breaker) Shadow() bool { return b != nil && b.policy.Shadow }
+
 // State returns the current state.
 func (b *Breaker) State() State { return State(b.loadSG() & stateMask) }
 

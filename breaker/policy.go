@@ -71,6 +71,15 @@ type Policy struct {
 	// Version names this policy in every event and log record, so two runs that decided
 	// differently can be explained. Defaults to "".
 	Version string
+
+	// Shadow runs the breaker, and every control of its dependency on the call path
+	// (hold, throttle, adaptive limit, bulkhead, retry), without enforcing them: each
+	// decides as if it were enforcing and records what it would have done (a
+	// would_refuse Event and log record, agentbreaker_shadow_refusals_total), and every
+	// call is sent. The breaker's state and window are the ones enforcing would have
+	// given (a call it would have refused is sent but not counted), so turning Shadow
+	// off keeps them. Defaults to false: enforcing.
+	Shadow bool
 }
 
 // Defaults of Policy, exported so documentation and other packages can refer to them.

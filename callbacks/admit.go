@@ -112,6 +112,10 @@ func (c *Callbacks) admitBreaker(a *entry) map[string]any {
 	}
 	if err != nil {
 		c.throttleRefused(a.name, err)
+		if b.Shadow() {
+			// Sent anyway, without a permit: the breaker would not have let it through.
+			return c.shortCircuit(a.ctx, a.inv, a.name, cl.dep, b, c.path.OpenRefusal(cl.dep, b, err), a.args)
+		}
 		if p := c.queue(a.ctx, a.inv, a.name, cl.dep, b, a.args); p != nil {
 			return p
 		}

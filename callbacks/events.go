@@ -71,6 +71,12 @@ const (
 	// dependency and class, with a WARN record naming the cause; every call still has
 	// its EventCallOutcome.
 	EventConfigFault
+	// EventWouldRefuse: a control of a dependency in shadow mode
+	// (breaker.Policy.Shadow) would have refused the call, and the call was sent.
+	// WouldRefuse names the control; Kind of what the model would have been told is
+	// in the record's would_tell key; Class, BreakerState and RetryAfter are the
+	// refusal's.
+	EventWouldRefuse
 )
 
 var kindNames = [...]string{
@@ -89,6 +95,7 @@ var kindNames = [...]string{
 	EventQueued:            "queued",
 	EventShed:              "shed",
 	EventConfigFault:       "config_fault",
+	EventWouldRefuse:       "would_refuse",
 }
 
 func (k EventKind) String() string {
@@ -146,6 +153,9 @@ type Event struct {
 	// Upstream fingerprints the failed call's own text (its error message or in-band
 	// error): length and a short hash, never the text (see package redact).
 	Upstream redact.Fingerprint
+	// WouldRefuse names the control that would have refused the call, for
+	// EventWouldRefuse: hold, breaker, throttle, limit, bulkhead or retry.
+	WouldRefuse string
 }
 
 // emit delivers an event to the hook and the log. It is called with no lock held.

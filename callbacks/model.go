@@ -94,8 +94,8 @@ func (c *Callbacks) guardModelCall(ctx agent.Context, inv *invocation, req *mode
 // so its tools stay hidden until then.
 func (c *Callbacks) open(dep string) bool {
 	b, ok := c.deps.Get(dep)
-	if !ok {
-		return false
+	if !ok || b.Shadow() {
+		return false // in shadow mode the model is offered every tool
 	}
 	switch b.State() {
 	case breaker.ForcedOpen:

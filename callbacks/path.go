@@ -11,6 +11,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/internal/callpath"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/telemetry/observe"
 )
 
 // pathSink is the call path's Sink: the Events, Observer calls and log records of a
@@ -80,6 +81,33 @@ func (s pathSink) Refused(ctx context.Context, cl *callpath.Call, r callpath.Ref
 		c.emit(ctx, e, slog.LevelWarn, words.firm)
 	}
 	return told
+}
+
+// controlNames are the controls a would_refuse record names, by stage.
+var controlNames = [...]string{callpath.Held: "hold", callpath.Open: "breaker", callpath.Shed: "throttle",
+	callpath.Limited: "limit", callpath.Full: "bulkhead", callpath.Stopped: "retry"}
+
+// wouldTell is the payload each control would have answered with.
+var wouldTell = [...]string{callpath.Held: "unavailable", callpath.Open: "unavailable", callpath.Shed: "shed",
+	callpath.Limited: "busy", callpath.Full: "busy", callpath.Stopped: "retry_refused"}
+
+// Shadowed reports a refusal a dependency in shadow mode did not enforce: one
+// would_refuse Event and record (what the control would have done, and what the
+// model would have been told), and the Observer's count. The loop guard counts
+// nothing: the model was told nothing.
+func (s pathSink) Shadowed(ctx context.Context, cl *callpath.Call, r callpath.Refusal) {
+	c := s.c
+	e := refusalEvent(cl, r, 0)
+	e.Kind, e.WouldRefuse, e.At = EventWouldRefuse, controlNames[r.Control], c.timeOf(c.nanos())
+	c.emit(ctx, e, slog.LevelInfo, "agentbreaker: shadow: a control would have refused the call; it was sent",
+		slog.String("control", e.WouldRefuse), slog.String("would_tell", wouldTell[r.Control]),
+		slog.Duration("retry_after", r.RetryAfter))
+	if sh, ok := c.obs.(observe.Shadow); ok {
+		func() {
+			defer c.recoverObserver("WouldRefuse", cl.Dependency, cl.Tool, cl.CallID)
+			sh.WouldRefuse(ctx, cl.Dependency, e.WouldRefuse)
+		}()
+	}
 }
 
 // refusalEvent is the Event of a refusal, without its time.

@@ -96,6 +96,9 @@ func (c *Callbacks) admitRetry(ctx agent.Context, inv *invocation, tool, dep str
 		return nil, nil // the turn is ending: the tool will see its context done
 	}
 	p := c.retryRefused(ctx, inv, tool, dep, b, run, se)
+	if b.Shadow() {
+		return nil, p // recorded as what would have happened; the call is sent
+	}
 	noteInner(inv, dep, &innerFailure{dep: dep, class: run.Result().Last.Class})
 	if confirm && se.Reason == retry.ReasonUnknownOutcome {
 		c.askReplay(ctx, tool, dep, run.RequestID(), p)

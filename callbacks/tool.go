@@ -60,10 +60,10 @@ func (c *Callbacks) beforeTool(l layer) llmagent.BeforeToolCallback {
 			return nil, nil // not guarded: exempt, the plugin's, or with no breaker
 		}
 		for s := stageHold; s < stages; s++ {
-			if p := c.admitStage(s, &a); p != nil {
+			if p := c.admitStage(s, &a); p != nil && !a.cl.breaker.Shadow() {
 				c.unwind(s, &a)
 				return p, nil
-			}
+			} // in shadow mode the refusal was recorded as what would have happened
 		}
 		cl := a.cl
 		cl.owner, cl.ctx, cl.start = l, ctx, c.nanos()
@@ -126,6 +126,9 @@ func (c *Callbacks) beforeToolPanicked(a *entry, k callKey, l layer, added bool,
 func (c *Callbacks) shortCircuit(ctx agent.Context, inv *invocation, tool, dep string, b *breaker.Breaker, r callpath.Refusal, args map[string]any) map[string]any {
 	told := c.refuse(ctx, inv, tool, dep, b, r)
 	in := c.payloadInfo(ctx, tool, dep, args)
+	if told.Shadow {
+		return payloads.Unavailable(in) // recorded; the call goes on, nothing else changes
+	}
 	in.RetryAfter = r.RetryAfter
 	switch {
 	case r.Control == callpath.Held:

@@ -193,7 +193,7 @@ func (t *Transport) succeed(req *http.Request, resp *http.Response, res *Result,
 // round trip's error, already classified and reported.
 func (t *Transport) admit(req *http.Request, call *callpath.Call, res *Result, start time.Time) (func(), error) {
 	if b := call.Breaker; b != nil {
-		if r, ok := t.path.Admit(call); !ok {
+		if r, ok := t.path.Admit(req.Context(), call); !ok {
 			res.BreakerState = r.State.String()
 			retry.ReportBreakerState(req.Context(), r.State)
 			return nil, t.fail(req, res, start, r.Err, nil, false)

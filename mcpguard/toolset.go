@@ -127,7 +127,7 @@ func (g *Toolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 	// call the model made, so it is logged here and reported nowhere else.
 	pc := callpath.Call{Dependency: g.dep, Tool: "tools/list", InvocationID: ctx.InvocationID(), Breaker: g.breaker}
 	path := g.cb.Path()
-	if r, ok := path.Admit(&pc); !ok {
+	if r, ok := path.Admit(ctx, &pc); !ok {
 		g.listSkipped.Add(1)
 		g.log.LogAttrs(ctx, slog.LevelInfo, "mcpguard: breaker open; tools not listed, the last list offered",
 			slog.String("dependency", g.dep), slog.String("breaker_state", r.State.String()))

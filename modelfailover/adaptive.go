@@ -35,6 +35,10 @@ func (f *Failover) limit(ctx context.Context, r *route, c *callpath.Call, t *tur
 		pr = v
 	}
 	lp, err := l.Acquire(pr) // on the limiter's clock (the map's), as the breaker reads its own
+	if err != nil && r.b.Shadow() {
+		f.wouldFailOver(ctx, r, classify.ClassBulkheadFull)
+		return true // sent without a place: the limit would have passed the route over
+	}
 	if err != nil {
 		f.path.Release(c) // never sent
 		t.skip(r, Cause(classify.ClassBulkheadFull))

@@ -98,8 +98,11 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *callpath.Call, req 
 			slog.Bool("after_output", yielded), slog.Duration("retry_after", c.RetryAfter),
 			redact.ErrorAttr("error", err)) // the model API's words: fingerprint only
 		if !yielded && c.Verdict == classify.Counts {
-			t.fail(r, c, err)
-			return false
+			if !r.b.Shadow() {
+				t.fail(r, c, err)
+				return false
+			}
+			f.wouldFailOver(ctx, r, c.Class) // a route in shadow mode is never failed over from
 		}
 		f.finish(ctx, t, r, failedOrAbandoned(ctx), c.Class, probe)
 		yield(nil, err)
@@ -291,9 +294,9 @@ func (f *Failover) report(ctx context.Context, r *route, p *callpath.Call, c cla
 
 // admit runs the call path's admission for route r: the route's stated delay, then
 // its breaker. A refused route is noted as passed over, with the refusal's class.
-func (f *Failover) admit(r *route, t *turn) (*callpath.Call, bool) {
+func (f *Failover) admit(ctx context.Context, r *route, t *turn) (*callpath.Call, bool) {
 	c := &callpath.Call{Dependency: r.key, Tool: r.Name, Breaker: r.b}
-	if ref, ok := f.path.Admit(c); !ok {
+	if ref, ok := f.path.Admit(ctx, c); !ok {
 		cause := CauseBreakerOpen
 		if ref.Control == callpath.Held {
 			cause = Cause(ref.Class)

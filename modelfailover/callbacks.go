@@ -133,7 +133,7 @@ func (f *Failover) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model
 	}
 	t := &turn{}
 	for _, r := range f.routes {
-		c, ok := f.admit(r, t)
+		c, ok := f.admit(ctx, r, t)
 		if !ok {
 			continue
 		}
@@ -275,7 +275,10 @@ func (f *Failover) OnModelError(ctx agent.Context, req *model.LLMRequest, callEr
 	c := f.classify(ctx, pc.rec.attemptContext(), callErr, pc.rec)
 	f.report(ctx, pc.r, pc.call, c)
 	t := pc.t
-	if pc.yielded.Load() || c.Verdict != classify.Counts {
+	if pc.r.b.Shadow() && !pc.yielded.Load() && c.Verdict == classify.Counts {
+		f.wouldFailOver(ctx, pc.r, c.Class)
+	}
+	if pc.yielded.Load() || c.Verdict != classify.Counts || pc.r.b.Shadow() {
 		f.finish(ctx, t, pc.r, failedOrAbandoned(ctx), c.Class, pc.probe)
 		return nil, nil
 	}
@@ -286,7 +289,7 @@ func (f *Failover) OnModelError(ctx agent.Context, req *model.LLMRequest, callEr
 			t.notes = append(t.notes, note{idx: r.idx, cause: Cause(c.Class)})
 			continue
 		}
-		call, ok := f.admit(r, t)
+		call, ok := f.admit(ctx, r, t)
 		if !ok {
 			continue
 		}

@@ -127,7 +127,7 @@ func New(cfg Config) (*Failover, error) {
 		failovers:  map[[2]string]uint64{},
 	}
 	f.pending.init(cfg.PendingTTL)
-	f.path = callpath.New(callpath.Nanos(cfg.Clock), nil)
+	f.path = callpath.New(callpath.Nanos(cfg.Clock), shadowSink{f})
 	for i, r := range cfg.Routes {
 		b, err := cfg.Breakers.ForModel(r.Model, r.Region)
 		if err != nil {
@@ -189,7 +189,7 @@ func (f *Failover) GenerateContent(ctx context.Context, req *model.LLMRequest, s
 		}
 		t := &turn{}
 		for _, r := range f.routes {
-			c, ok := f.admit(r, t)
+			c, ok := f.admit(ctx, r, t)
 			if !ok {
 				continue
 			}

@@ -57,6 +57,9 @@ func (f *Failover) finish(ctx context.Context, t *turn, r *route, s ServedBy, cl
 // (Unavailable) when none does.
 func (f *Failover) derive() int {
 	for i, r := range f.routes {
+		if r.b.Shadow() {
+			return i // a route in shadow mode is never failed over from
+		}
 		if _, held := f.path.Held(r.key, r.b); !held && r.b.State().Admits() {
 			return i
 		}

@@ -206,7 +206,7 @@ func (run *Run) allowBreaker(ctx context.Context, a *Attempt, now time.Time) err
 	// A mutation is never the probe. The path also holds the dependency for a delay
 	// it stated (a 429's Retry-After), as every other hop does.
 	a.call = callpath.Call{Dependency: run.op.Dependency, Tool: run.op.Tool, Breaker: b, NoProbe: run.op.Mutating}
-	if r, ok := run.r.path.Admit(&a.call); !ok {
+	if r, ok := run.r.path.Admit(ctx, &a.call); !ok {
 		c := classify.ForClass(classify.ClassBreakerOpen)
 		c.RetryAfter = r.RetryAfter
 		return run.refuse(ctx, a, c, ReasonBreakerOpen, r.State.String(), r.Err, now)

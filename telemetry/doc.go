@@ -56,7 +56,7 @@
 // fed; the library's own classes are outside that cap (every classify class on
 // error_class, every modelfailover.Cause on cause), and their series are charged to
 // the budget like any other. The worst case is Config.SeriesBound() series:
-// DefaultSeriesBound, 10,302, with the defaults. Label values are sanitised at this
+// DefaultSeriesBound, 10,309, with the defaults. Label values are sanitised at this
 // edge: invalid UTF-8 and every character a dependency key may not hold
 // (redact.CheckName: controls, bidirectional overrides and isolates such as U+202E and
 // U+2066, zero-width characters) become U+FFFD, and values are cut at MaxLabelLength

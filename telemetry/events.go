@@ -100,6 +100,15 @@ func (t *Telemetry) BulkheadRejected(ctx context.Context, dependency string) {
 	)
 }
 
+// WouldRefuse counts a call that control of a dependency in shadow mode would have
+// refused (observe.Shadow); the call was sent. The callbacks log it.
+func (t *Telemetry) WouldRefuse(ctx context.Context, dependency, control string) {
+	if t == nil {
+		return
+	}
+	t.s.WouldRefuse(ctx, dependency, control)
+}
+
 // RetryBudgetExhausted counts a retry refused by a spent budget, logs it and adds it to
 // the span in ctx.
 func (t *Telemetry) RetryBudgetExhausted(ctx context.Context, dependency string) {

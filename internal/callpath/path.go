@@ -80,10 +80,13 @@ type Call struct {
 }
 
 // Told is what the sink made of a refusal: the invocation's count of answers for the
-// dependency, and whether they are now firm (the loop guard).
+// dependency, and whether they are now firm (the loop guard). Shadow says the
+// dependency is in shadow mode: the refusal was recorded as what would have
+// happened, and the call goes on.
 type Told struct {
-	Count int
-	Firm  bool
+	Count  int
+	Firm   bool
+	Shadow bool
 }
 
 // Settlement is how a sent call ended, as the sink reports it.
@@ -101,6 +104,8 @@ type Settlement struct {
 type Sink interface {
 	Refused(ctx context.Context, c *Call, r Refusal) Told
 	Settled(ctx context.Context, c *Call, s Settlement)
+	// Shadowed reports a refusal a dependency in shadow mode did not enforce.
+	Shadowed(ctx context.Context, c *Call, r Refusal)
 }
 
 // Path runs the stages. It is safe for concurrent use.
@@ -128,8 +133,21 @@ func Nanos(clk clock.Clock) func() int64 {
 func (c *Call) IsProbe() bool { return c.permit.IsProbe() }
 
 // Admit runs the admission stages in order. On refusal the call holds nothing and
-// the hop answers it without sending, after telling the path ([Path.Refuse]).
-func (p *Path) Admit(c *Call) (Refusal, bool) {
+// the hop answers it without sending, after telling the path ([Path.Refuse]). For a
+// dependency in shadow mode a refusal is reported as what would have happened and
+// the call is admitted without a permit: it is sent, and the breaker, which would
+// not have let it through, learns nothing from it.
+func (p *Path) Admit(ctx context.Context, c *Call) (Refusal, bool) {
+	r, ok := p.admit(c)
+	if !ok && c.Breaker.Shadow() {
+		p.Refuse(ctx, c, r)
+		r, ok = Refusal{}, true
+	}
+	c.start = p.nanos()
+	return r, ok
+}
+
+func (p *Path) admit(c *Call) (Refusal, bool) {
 	if r, held := p.Held(c.Dependency, c.Breaker); held {
 		return r, false
 	}
@@ -142,7 +160,6 @@ func (p *Path) Admit(c *Call) (Refusal, bool) {
 	if err != nil {
 		return p.OpenRefusal(c.Dependency, c.Breaker, err), false
 	}
-	c.start = p.nanos()
 	return Refusal{}, true
 }
 
@@ -196,8 +213,16 @@ func (p *Path) OpenRefusal(dep string, b *breaker.Breaker, err error) Refusal {
 	return r
 }
 
-// Refuse tells the sink of a refusal and returns what it made of it.
+// Refuse tells the sink of a refusal and returns what it made of it. For a
+// dependency in shadow mode it is a would-refuse record (Told.Shadow), and the hop
+// sends the call.
 func (p *Path) Refuse(ctx context.Context, c *Call, r Refusal) Told {
+	if c.Breaker.Shadow() {
+		if p.sink != nil {
+			p.sink.Shadowed(ctx, c, r)
+		}
+		return Told{Shadow: true}
+	}
 	if p.sink == nil {
 		return Told{}
 	}

@@ -143,3 +143,13 @@ type Spans interface {
 	// transition itself arrived before, through BreakerEvent, which has no context.
 	TransitionDuring(ctx context.Context, dependency string)
 }
+
+// Shadow is implemented by observers that count what a dependency in shadow mode
+// (breaker.Policy.Shadow) would have refused. It is optional, as Spans is: the tool
+// callbacks call it only when their Observer has it. Both agentbreaker observers
+// implement it (agentbreaker_shadow_refusals_total).
+type Shadow interface {
+	// WouldRefuse reports a call that control (hold, breaker, throttle, limit,
+	// bulkhead or retry) would have refused, and that was sent.
+	WouldRefuse(ctx context.Context, dependency, control string)
+}

@@ -33,6 +33,12 @@ func (m *Metrics) BulkheadRejected(ctx context.Context, dependency string) {
 	m.state().BulkheadRejected(ctx, dependency)
 }
 
+// WouldRefuse counts a call that control of a dependency in shadow mode would have
+// refused (observe.Shadow); the call was sent.
+func (m *Metrics) WouldRefuse(ctx context.Context, dependency, control string) {
+	m.state().WouldRefuse(ctx, dependency, control)
+}
+
 // RetryBudgetExhausted counts a retry refused by a spent budget and adds it to the span
 // in ctx. Give telemetry.RetryHook(m) to retry.Config.OnAttempt to feed it.
 func (m *Metrics) RetryBudgetExhausted(ctx context.Context, dependency string) {

@@ -132,6 +132,7 @@ func exercise(t *testing.T, m *otelmetrics.Metrics, clk *clock.Fake) {
 	m.ShortCircuit(ctx, observe.ShortCircuit{Dependency: "crm", Tool: "lookup_customer", State: breaker.Open})
 	m.BulkheadRejected(ctx, "crm")
 	m.RetryBudgetExhausted(ctx, "crm")
+	m.WouldRefuse(ctx, "crm", "breaker")
 	m.Failover(ctx, observe.Failover{From: "pro@a", To: "pro@b", Cause: "http_5xx"})
 	m.RouteServing("pro", "a")
 	m.RouteServing("pro", "b")

@@ -66,6 +66,7 @@ var allInstruments = map[string]string{
 	"agentbreaker.fleet.redis_commands":        "{command}",
 	"agentbreaker.fleet.local":                 "{breaker}",
 	"agentbreaker.fleet.sync_errors":           "{sync}",
+	"agentbreaker.shadow.refusals":             "{call}",
 }
 
 // TestEveryInstrumentIsCollected reports one of everything and reads it back with the

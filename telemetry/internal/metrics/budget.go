@@ -21,6 +21,7 @@ const (
 	famAbandonedTotal
 	famThrottle // every series of one throttle, read at collection time
 	famLimit    // every series of one adaptive limit, read at collection time
+	famShadow
 	numFamilies
 )
 
@@ -28,7 +29,7 @@ var familyRows = [numFamilies]ID{
 	famBreaker: BreakerState, famTransition: Transitions, famCalls: Calls, famDurations: CallDuration,
 	famShortCircuits: ShortCircuits, famBulkhead: Bulkhead, famBudget: RetryBudget, famFailovers: Failovers,
 	famRouteServing: RouteServing, famAbandoned: Abandoned, famAbandonedTotal: AbandonedTotal,
-	famThrottle: ThrottleShare, famLimit: AdaptiveLimit,
+	famThrottle: ThrottleShare, famLimit: AdaptiveLimit, famShadow: ShadowRefusals,
 }
 
 func familyNames() []string {
@@ -65,10 +66,11 @@ const (
 	// series): the "other" breaker row (no open_seconds_total) with every transition
 	// it could hold, calls per outcome, short circuits per state, bulkhead, retry
 	// budget, failovers, route serving, the abandoned gauge and counter, the throttle
-	// and adaptive-limit rows; then the overflow counter (one series per family), the
-	// journal gauges, the fallback ratio and the start time.
+	// and adaptive-limit rows, the shadow refusals per control; then the overflow
+	// counter (one series per family), the journal gauges, the fallback ratio and the
+	// start time.
 	FixedSeries = breakerSeries - 1 + maxOtherTransitions + outcomes + 5 + 4 + 2 + throttleSeries + limitSeries +
-		int(numFamilies) + 2 + 1 + 1
+		len(shadowControls) + int(numFamilies) + 2 + 1 + 1
 )
 
 // SeriesBound is the most series an exporter exports whatever names it is fed; zero

@@ -82,6 +82,29 @@ func (s *State) BulkheadRejected(ctx context.Context, dependency string) {
 		Outcome: classify.FailedBeforeSend, Class: classify.ClassBulkheadFull})
 }
 
+// shadowControls are the values of agentbreaker_shadow_refusals_total's control label.
+var shadowControls = [...]string{"hold", "breaker", "throttle", "limit", "bulkhead", "retry"}
+
+// WouldRefuse counts a call that control of a dependency in shadow mode would have
+// refused; the call was sent.
+func (s *State) WouldRefuse(ctx context.Context, dependency, control string) {
+	if s == nil {
+		return
+	}
+	known := false
+	for _, c := range shadowControls {
+		known = known || c == control
+	}
+	if !known {
+		control = Other
+	}
+	dep := s.dependency.Required(dependency)
+	if !s.admit(famShadow, 1, dep, control) {
+		dep = Other
+	}
+	s.rec.Record(ctx, ShadowRefusals, 1, [4]string{dep, control})
+}
+
 // RetryBudgetExhausted counts a retry refused by a spent budget and adds it to the span
 // in ctx.
 func (s *State) RetryBudgetExhausted(ctx context.Context, dependency string) {

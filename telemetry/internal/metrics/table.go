@@ -60,6 +60,7 @@ const (
 	FleetRedisCommands
 	FleetLocal
 	FleetSyncErrors
+	ShadowRefusals
 	NumIDs
 )
 
@@ -270,4 +271,8 @@ var Rows = [NumIDs]Row{
 		Labels: []string{"error"}, Appears: perFleet + " (every class at 0)",
 		Help: "Failed fleet syncs by the class of their error: auth (credentials refused: check the password and ACL user), protocol (the server at the address is not a Redis that runs scripts), unreachable (no connection, or no master for the key), timeout (no answer within OpTimeout). They sum to agentbreaker_fleet_sync_failures_total.",
 		Doc:  "fleet mode: failed syncs by error class: `auth` (password or ACL user refused), `protocol` (the server is not a Redis that runs scripts), `unreachable` (no connection, or no master for the key), `timeout`; they sum to `agentbreaker_fleet_sync_failures_total`", Series: 1},
+	ShadowRefusals: {Prom: "agentbreaker_shadow_refusals_total", Name: "agentbreaker.shadow.refusals", Unit: "{call}", Kind: Counter,
+		Labels: []string{"dependency", "control"}, Appears: onEvent,
+		Help: "Calls that a control of a dependency in shadow mode would have refused (control: hold, breaker, throttle, limit, bulkhead, retry); each was sent.",
+		Doc:  "shadow mode: calls a control would have refused, by control (`hold`, `breaker`, `throttle`, `limit`, `bulkhead`, `retry`); each was sent", Series: 1},
 }
