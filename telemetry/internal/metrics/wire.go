@@ -10,6 +10,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/internal/attach"
+	"github.com/agentbreaker/agentbreaker/internal/nilness"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
@@ -27,10 +28,12 @@ type Parts struct {
 	// counted (no modelfailover.Config.Observer needed) and its serving route and
 	// fallback share read at every collection.
 	Failover *modelfailover.Failover
-	// Fleet is fleet mode (a *fleet.Fleet), read at every collection.
+	// Fleet is fleet mode (a *fleet.Fleet), read at every collection. A nil
+	// *fleet.Fleet, as a program holds while fleet mode is off, is no fleet.
 	Fleet FleetSource
 	// Journal is the dispatch-intent journal (a *journal.Journal): its backlog is
 	// read at every collection, within JournalTimeout, instead of by a goroutine.
+	// A nil *journal.Journal is no journal.
 	Journal interface {
 		Backlog(ctx context.Context) (n int, oldest time.Time, err error)
 	}
@@ -103,10 +106,10 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 		s.wire.mu.Unlock()
 		attach.Add[*modelfailover.Failover, modelfailover.Observer](f, w) // declines a second time
 	}
-	if p.Fleet != nil {
+	if !nilness.Absent(p.Fleet) {
 		s.WatchFleet(p.Fleet)
 	}
-	if p.Journal != nil && first(p.Journal) {
+	if !nilness.Absent(p.Journal) && first(p.Journal) {
 		s.wire.mu.Lock()
 		s.wire.journal = p.Journal
 		s.wire.mu.Unlock()
