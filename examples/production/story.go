@@ -47,19 +47,20 @@ func startWorld(out io.Writer, s *settings) (*world, error) {
 		return nil, err
 	}
 	w := &world{out: out, fc: clock.NewFake(time.Date(2026, 12, 8, 9, 0, 0, 0, time.UTC)), crm: newCRMFake(), gemini: gem, openai: oai}
-	s.clock, s.policy, s.driveProbes = w.fc, storyPolicy, true
+	s.clock, s.policy = w.fc, storyPolicy
+	s.probeSleep = func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() }
 	s.crmURL = w.crm.URL()
 	s.gemini = gem.ClientConfig
 	s.openai = openaimodel.ClientConfig{APIKey: "offline", BaseURL: oai.URL()}
-	s.onBreaker = func(e breaker.Event) {
+	s.onBreaker = []func(breaker.Event){func(e breaker.Event) {
 		fmt.Fprintf(out, "    [breaker %s: %s -> %s: %s]\n", e.Breaker, e.From, e.To, e.Reason)
-	}
+	}}
 	s.onFailover = func(e modelfailover.Event) {
 		fmt.Fprintf(out, "    [model failover: %s -> %s (%s)]\n", e.From.Name, e.To.Name, e.Cause)
 	}
-	s.onProbe = func(r probe.Result) {
+	s.onProbe = []func(probe.Result){func(r probe.Result) {
 		fmt.Fprintf(out, "    [health probe of %s: healthy=%v]\n", r.Dependency, r.Healthy)
-	}
+	}}
 	return w, nil
 }
 

@@ -49,12 +49,12 @@ type settings struct {
 	token     string // the admin page's token
 	gemini    func(wrap func(http.RoundTripper) http.RoundTripper) *genai.ClientConfig
 	openai    openaimodel.ClientConfig
-	// driveProbes: the caller runs the prober's ProbeDue itself (the offline story,
-	// on its fake clock) instead of the prober's own Run loop.
-	driveProbes bool
-	onBreaker   func(breaker.Event)
-	onFailover  func(modelfailover.Event)
-	onProbe     func(probe.Result)
+	// probeSleep is the prober's wait between rounds: nil, a real timer; offline,
+	// a wait for the end, since the story runs ProbeDue when it moves its fake clock.
+	probeSleep func(ctx context.Context, d time.Duration) error
+	onBreaker  []func(breaker.Event)
+	onFailover func(modelfailover.Event)
+	onProbe    []func(probe.Result)
 }
 
 // app is the wired agent: turns run under the turn deadline, and ops serves
@@ -62,29 +62,40 @@ type settings struct {
 type app struct {
 	turn     *tooltimeout.Turn
 	sessions session.Service
-	ops      http.Handler
+	ops      *http.ServeMux
 	prober   *probe.Prober
 	close    func()
 }
 
-// wire builds the agent and puts agentbreaker around it. The lines between the
-// "wiring:" markers are all of agentbreaker's wiring: 40 lines, counted by
-// TestWiringFitsInFortyLines (blank and comment lines do not count).
-func wire(ctx context.Context, s settings, lookup, note tool.Tool, crm crmClient) (*app, error) {
+// guarded is what the first part of the wiring builds: the tools behind the plugin.
+type guarded struct {
+	tel   *telemetry.Telemetry
+	reg   *prometheus.Registry
+	deps  *dependencymap.Map
+	j     *journal.Journal
+	r     *retry.Retrier
+	guard *callbacks.Callbacks
+	tools []tool.Tool
+}
+
+// agentbreaker's wiring in this program is the lines between "wiring: begin" and
+// "wiring: end" below and the two marked "wiring: this line": every line a program
+// without agentbreaker would not have, its error checks included (blank and comment
+// lines not counted). TestWiringFitsInFortyLines counts them: 38. The rest is the
+// program's own: its tools, its model client, its agent and runner, its listener.
+
+// guardTools builds the dependency map, the journal, the retrier and the plugin, and
+// wraps the tools.
+func guardTools(ctx context.Context, s settings, lookup, note tool.Tool, crm crmClient) (*guarded, error) {
 	// wiring: begin
 	reg := prometheus.NewRegistry()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg, Logger: s.log, Clock: s.clock})
-	history := admin.MustNewHistory(admin.HistoryConfig{})
-	deps := dependencymap.MustNew(dependencymap.Config{Clock: s.clock, Default: s.policy, ModelDefault: s.policy,
-		OnStateChange: []func(breaker.Event){history.Record, s.onBreaker},
+	deps := dependencymap.MustNew(dependencymap.Config{Clock: s.clock, Default: s.policy, ModelDefault: s.policy, OnStateChange: s.onBreaker,
 		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"crm_lookup", "crm_add_note"},
 			Probe: &dependencymap.Probe{URL: s.crmURL + "/health"}}}})
 	j, err := journal.Open(ctx, journal.Config{Backend: sqlite.Backend{Path: filepath.Join(s.dataDir, "intents.db")},
-		Lookups: map[string]journal.StatusLookup{"crm": crm.status}, Clock: s.clock, Logger: s.log})
+		Lookups: map[string]journal.StatusLookup{"crm": crm.status}, ReconcileOnOpen: true, Clock: s.clock, Logger: s.log})
 	if err != nil {
-		return nil, err
-	}
-	if _, err := j.Reconcile(ctx); err != nil { // settle what a crash left open
 		return nil, err
 	}
 	r := retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: s.clock})
@@ -93,68 +104,72 @@ func wire(ctx context.Context, s settings, lookup, note tool.Tool, crm crmClient
 		Observability: callbacks.Observability{Logger: s.log, Observer: tel}})
 	timeout := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: tel.ToolAbandoned}
 	tools := []tool.Tool{tooltimeout.MustWrap(lookup, timeout), guard.MustWithIdempotencyKey(tooltimeout.MustWrap(note, timeout))}
-	gem, err := gemini.NewModel(ctx, "gemini-2.5-flash", s.gemini(modelfailover.NewTransport))
-	if err != nil {
-		return nil, err
-	}
-	failover := modelfailover.MustNew(modelfailover.Config{Breakers: deps, Clock: s.clock, Logger: s.log, OnFailover: s.onFailover,
-		Routes: []modelfailover.Route{{Model: "gemini-2.5-flash", Region: "gemini", LLM: gem},
-			{Model: "gpt-4.1-mini", Region: "openai", LLM: openairoute.MustNew(ctx, openairoute.Config{Model: "gpt-4.1-mini", Client: s.openai})}}})
-	prober, err := probe.FromMap(deps, probe.Config{Logger: s.log, OnResult: []func(probe.Result){s.onProbe}})
-	if err != nil {
-		return nil, err
-	}
-	if !s.driveProbes {
-		go prober.Run(ctx) //nolint:errcheck // it returns when ctx ends
-	}
-	parts := telemetry.Parts{Dependencies: deps, Failover: failover, Journal: j, Retrier: r}
-	var fl *fleet.Fleet
-	if s.redisAddr != "" {
-		fl = fleet.MustNew(fleet.Config{Addr: s.redisAddr, App: appName})
-		if err := fl.AttachMap(deps); err != nil {
-			return nil, err
-		}
-		parts.Fleet = fl
-	} else {
-		s.log.Info("fleet mode off: REDIS_ADDR is not set, breakers decide per process")
-	}
-	tel.Wire(parts)
-	adminCfg := admin.Config{Token: s.token, Breakers: deps, History: history, Routes: admin.FailoverRoutes(failover),
-		Journal: admin.JournalOf(j), Logger: s.log, Clock: s.clock}
-	if fl != nil {
-		adminCfg.Scopes = fl
-	}
-	h, err := admin.New(adminCfg)
-	if err != nil {
-		return nil, err
-	}
-	ops := http.NewServeMux()
-	ops.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	ops.Handle("/admin/", http.StripPrefix("/admin", h))
-	plugins := runner.PluginConfig{Plugins: []*plugin.Plugin{guard.Plugin()}}
 	// wiring: end
-	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: failover, Tools: tools, Mode: llmagent.ModeChat,
-		Instruction: "Answer questions about customers with the CRM tools."})
+	return &guarded{tel: tel, reg: reg, deps: deps, j: j, r: r, guard: guard, tools: tools}, nil
+}
+
+// wire builds the agent and puts agentbreaker around it.
+func wire(ctx context.Context, s settings, lookup, note tool.Tool, crm crmClient) (*app, error) {
+	g, err := guardTools(ctx, s, lookup, note, crm)
 	if err != nil {
 		return nil, err
 	}
-	sessions := session.InMemoryService()
-	rn, err := runner.New(runner.Config{AppName: appName, Agent: root, SessionService: sessions, PluginConfig: plugins})
+	a := &app{ops: http.NewServeMux(), close: func() { _ = g.j.Close() }}
+	gem, err := gemini.NewModel(ctx, "gemini-2.5-flash", s.gemini(modelfailover.NewTransport)) // wiring: this line
 	if err != nil {
 		return nil, err
 	}
 	// wiring: begin
-	turn, err := tooltimeout.NewTurn(tooltimeout.TurnConfig{Runner: rn, Timeout: time.Minute, Sessions: sessions,
-		AppName: appName, MutatingTools: []string{"crm_add_note"}, DependencyOf: deps.DependencyOf, Tools: tools})
+	failover := modelfailover.MustNew(modelfailover.Config{Breakers: g.deps, Clock: s.clock, Logger: s.log, OnFailover: s.onFailover,
+		Routes: []modelfailover.Route{{Model: "gemini-2.5-flash", Region: "gemini", LLM: gem},
+			{Model: "gpt-4.1-mini", Region: "openai", LLM: openairoute.MustNew(ctx, openairoute.Config{Model: "gpt-4.1-mini", Client: s.openai})}}})
 	// wiring: end
+	root, err := llmagent.New(llmagent.Config{Name: "assistant", Model: failover, Tools: g.tools, Mode: llmagent.ModeChat,
+		Instruction: "Answer questions about customers with the CRM tools."})
 	if err != nil {
 		return nil, err
 	}
-	return &app{turn: turn, sessions: sessions, ops: ops, prober: prober, close: func() {
-		prober.Close()
+	a.sessions = session.InMemoryService()
+	rn, err := runner.New(runner.Config{AppName: appName, Agent: root, SessionService: a.sessions,
+		PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{g.guard.Plugin()}}}) // wiring: this line
+	if err != nil {
+		return nil, err
+	}
+	// wiring: begin
+	a.turn = tooltimeout.MustNewTurn(tooltimeout.TurnConfig{Runner: rn, Timeout: time.Minute, Sessions: a.sessions,
+		AppName: appName, MutatingTools: []string{"crm_add_note"}, DependencyOf: g.deps.DependencyOf, Tools: g.tools})
+	// wiring: end
+	return a, operate(ctx, s, g, failover, a)
+}
+
+// operate starts the health probes and fleet mode, and mounts the metrics and the
+// admin page on a.ops.
+func operate(ctx context.Context, s settings, g *guarded, failover *modelfailover.Failover, a *app) error {
+	var fl *fleet.Fleet // fleet mode only with REDIS_ADDR; run says so in one line
+	var err error
+	// wiring: begin
+	a.prober, err = probe.Start(ctx, g.deps, probe.Config{Logger: s.log, Sleep: s.probeSleep, OnResult: s.onProbe})
+	if err != nil {
+		return err
+	}
+	if s.redisAddr != "" {
+		fl = fleet.MustNew(fleet.Config{Addr: s.redisAddr, App: appName, Map: g.deps})
+	}
+	g.tel.Wire(telemetry.Parts{Dependencies: g.deps, Failover: failover, Journal: g.j, Retrier: g.r, Fleet: fl})
+	h, err := admin.New(admin.Config{Token: s.token, Breakers: g.deps, Routes: admin.FailoverRoutes(failover),
+		Journal: admin.JournalOf(g.j), Scopes: fl, Logger: s.log, Clock: s.clock})
+	if err != nil {
+		return err
+	}
+	a.ops.Handle("/metrics", promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{}))
+	a.ops.Handle("/admin/", http.StripPrefix("/admin", h))
+	// wiring: end
+	a.close = func() {
+		a.prober.Close()
 		if fl != nil {
 			_ = fl.Close()
 		}
-		_ = j.Close()
-	}}, nil
+		_ = g.j.Close()
+	}
+	return nil
 }
