@@ -193,16 +193,10 @@ func metrics(j *journal.Journal, routes []modelfailover.Route) {
 	_, _, _ = guard, timeouts, r
 }
 
-func adminEndpoint(tel *telemetry.Telemetry, guard *callbacks.Callbacks, failover *modelfailover.Failover, j *journal.Journal, certFile, keyFile string) error {
-	history := admin.MustNewHistory(admin.HistoryConfig{}) // before the map, which feeds it
-	deps := dependencymap.MustNew(dependencymap.Config{
-		// ... as under Metrics ...
-		OnStateChange: []func(breaker.Event){tel.BreakerEvent, history.Record},
-	})
+func adminEndpoint(deps *dependencymap.Map, guard *callbacks.Callbacks, failover *modelfailover.Failover, j *journal.Journal, certFile, keyFile string) error {
 	h, err := admin.New(admin.Config{
-		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"), // required, 16+ bytes, no default
-		Breakers:  deps,
-		History:   history,                                // optional: the page shows each breaker's last transitions
+		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"),  // required, 16+ bytes, no default
+		Breakers:  deps,                                   // a map: the page shows each breaker's last transitions
 		Bulkheads: admin.BulkheadGroup(guard.Bulkheads()), // optional
 		Routes:    admin.FailoverRoutes(failover),         // optional
 		Journal:   admin.JournalOf(j),                     // optional
