@@ -106,6 +106,9 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 		s.wire.mu.Unlock()
 		attach.Add[*modelfailover.Failover, modelfailover.Observer](f, w) // declines a second time
 	}
+	if p.Failover != nil && p.Dependencies != nil {
+		s.warnForeignRoutes(p.Failover, p.Dependencies)
+	}
 	if !nilness.Absent(p.Fleet) {
 		s.WatchFleet(p.Fleet)
 	}
@@ -120,6 +123,21 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 				onBudget(ctx, e.Dependency)
 			}
 		})
+	}
+}
+
+// warnForeignRoutes logs one warning for each route of f whose breaker is not m's:
+// the failover was built without modelfailover.Config.Breakers set to the wired map,
+// so its routes' breakers live in a map of their own, which the breaker rows and the
+// admin page never see. Nothing else can tell the user: every call still works.
+func (s *State) warnForeignRoutes(f *modelfailover.Failover, m *dependencymap.Map) {
+	for _, r := range f.Routes() {
+		if b, ok := m.Get(r.Breaker.Name()); ok && b == r.Breaker {
+			continue
+		}
+		s.log.Warn("agentbreaker: a model route's breaker is not in the wired dependency map: "+
+			"set modelfailover.Config.Breakers to that map, or its breaker has no breaker_* rows and no place on the admin page",
+			"route", r.Name)
 	}
 }
 
