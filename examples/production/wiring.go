@@ -102,7 +102,7 @@ func guardTools(ctx context.Context, s settings, lookup, note tool.Tool, crm crm
 	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: s.clock,
 		SideEffects:   callbacks.SideEffects{MutatingTools: []string{"crm_add_note"}, Retry: r, Journal: j},
 		Observability: callbacks.Observability{Logger: s.log, Observer: tel}})
-	timeout := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: tel.ToolAbandoned}
+	timeout := tooltimeout.Config{Timeout: 10 * time.Second}
 	tools := []tool.Tool{tooltimeout.MustWrap(lookup, timeout), guard.MustWithIdempotencyKey(tooltimeout.MustWrap(note, timeout))}
 	// wiring: end
 	return &guarded{tel: tel, reg: reg, deps: deps, j: j, r: r, guard: guard, tools: tools}, nil
@@ -155,7 +155,7 @@ func operate(ctx context.Context, s settings, g *guarded, failover *modelfailove
 	if s.redisAddr != "" {
 		fl = fleet.MustNew(fleet.Config{Addr: s.redisAddr, App: appName, Map: g.deps})
 	}
-	g.tel.Wire(telemetry.Parts{Dependencies: g.deps, Failover: failover, Journal: g.j, Retrier: g.r, Fleet: fl})
+	g.tel.Wire(telemetry.Parts{Dependencies: g.deps, Failover: failover, Journal: g.j, Retrier: g.r, Fleet: fl, Tools: g.tools})
 	h, err := admin.New(admin.Config{Token: s.token, Breakers: g.deps, Routes: admin.FailoverRoutes(failover),
 		Journal: admin.JournalOf(g.j), Scopes: fl, Logger: s.log, Clock: s.clock})
 	if err != nil {

@@ -177,20 +177,20 @@ func pluginWithJournal(deps *dependencymap.Map, r *retry.Retrier, j *journal.Jou
 	_ = charge
 }
 
-func metrics(j *journal.Journal, routes []modelfailover.Route) {
+func metrics(j *journal.Journal, routes []modelfailover.Route, lookup tool.Tool) {
 	reg := prometheus.NewRegistry()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg, Logger: slog.Default()})
 	deps := dependencymap.MustNew(dependencymap.Config{
 		// ... dependencies and policies ...
 	})
 	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: tel}})
-	timeouts := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: tel.ToolAbandoned} // set when the guard is built
+	tools := []tool.Tool{tooltimeout.MustWrap(lookup, tooltimeout.Config{Timeout: 10 * time.Second})}
 	failover := modelfailover.MustNew(modelfailover.Config{Breakers: deps, Routes: routes})
 	r := retry.MustNew(retry.Config{Journal: j.ForRetry()})
-	tel.Wire(telemetry.Parts{Dependencies: deps, Failover: failover, Journal: j, Retrier: r}) // the one call
+	tel.Wire(telemetry.Parts{Dependencies: deps, Failover: failover, Journal: j, Retrier: r, Tools: tools}) // the one call
 	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
-	_, _, _ = guard, timeouts, r
+	_, _ = guard, r
 }
 
 func adminEndpoint(deps *dependencymap.Map, guard *callbacks.Callbacks, failover *modelfailover.Failover, j *journal.Journal, certFile, keyFile string) error {

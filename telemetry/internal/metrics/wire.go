@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/adk/v2/tool"
+
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/internal/attach"
@@ -14,6 +16,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
 // Parts is what an application built, for the exporters' Wire: each part set is
@@ -40,6 +43,10 @@ type Parts struct {
 	// Retrier is the retry orchestrator: operations its budget stopped are counted
 	// (no hook in retry.Config.OnAttempt needed).
 	Retrier *retry.Retrier
+	// Tools are the agent's tools: each that is, or wraps (through Unwrap), a
+	// *tooltimeout.Tool reports the calls it abandons (no tooltimeout.Config.OnAbandon
+	// needed). A tool whose OnAbandon is set keeps its own hook.
+	Tools []tool.Tool
 }
 
 // JournalTimeout bounds the reading of a wired journal's backlog at a collection; a
@@ -65,7 +72,7 @@ type wiring struct {
 // Wire attaches every part set in p: onBreaker receives the map's transitions (the
 // exporter's BreakerEvent, less its Heard), onBudget the operations the retrier's
 // budget stopped. A part wired before is skipped.
-func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(context.Context, string)) {
+func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(context.Context, string), onAbandon func(context.Context, tooltimeout.Abandon)) {
 	if s == nil {
 		return
 	}
@@ -106,6 +113,11 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 		s.wire.mu.Unlock()
 		attach.Add[*modelfailover.Failover, modelfailover.Observer](f, w) // declines a second time
 	}
+	for _, t := range p.Tools {
+		if tt := timeoutTool(t); tt != nil && first(tt) {
+			attach.Add(tt, onAbandon) // declined when the tool has its own OnAbandon
+		}
+	}
 	if p.Failover != nil && p.Dependencies != nil {
 		s.warnForeignRoutes(p.Failover, p.Dependencies)
 	}
@@ -124,6 +136,22 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 			}
 		})
 	}
+}
+
+// timeoutTool finds the *tooltimeout.Tool that t is or wraps, through Unwrap (as an
+// idempotency-key wrapper has), or nil.
+func timeoutTool(t tool.Tool) *tooltimeout.Tool {
+	for range 8 {
+		switch v := t.(type) {
+		case *tooltimeout.Tool:
+			return v
+		case interface{ Unwrap() tool.Tool }:
+			t = v.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // warnForeignRoutes logs one warning for each route of f whose breaker is not m's:
