@@ -174,7 +174,9 @@ type Config struct {
 	// Logger receives a record for every action and every refused request. Defaults to
 	// a logger that discards them.
 	Logger *slog.Logger
-	// Clock stamps the state document. Defaults to the system clock.
+	// Clock stamps the state document and times how long breakers have been open.
+	// Defaults to the map's clock when Breakers is a *dependencymap.Map, else the
+	// system clock.
 	Clock clock.Clock
 	// MaxBodyBytes caps a request body; a larger one is refused with 413. Defaults to
 	// DefaultMaxBodyBytes.

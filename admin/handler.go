@@ -43,7 +43,7 @@ var _ http.Handler = (*Handler)(nil)
 
 // configured settles cfg's optional parts: an interface field holding a nil pointer
 // (a *fleet.Fleet left nil while fleet mode is off) is not configured, and a
-// dependency map without a History gets one, fed by the map from now on.
+// dependency map lends its clock and gets a History, fed by the map from now on.
 func configured(cfg Config) Config {
 	if nilness.Absent(cfg.Bulkheads) {
 		cfg.Bulkheads = nil
@@ -57,7 +57,11 @@ func configured(cfg Config) Config {
 	if nilness.Absent(cfg.Scopes) {
 		cfg.Scopes = nil
 	}
-	if m, ok := cfg.Breakers.(*dependencymap.Map); ok && cfg.History == nil {
+	m, isMap := cfg.Breakers.(*dependencymap.Map)
+	if isMap && cfg.Clock == nil {
+		cfg.Clock = m.Clock()
+	}
+	if isMap && cfg.History == nil {
 		h := MustNewHistory(HistoryConfig{})
 		if attach.Add(m, func(e breaker.Event) { h.Record(e) }) {
 			cfg.History = h

@@ -157,7 +157,7 @@ func operate(ctx context.Context, s settings, g *guarded, failover *modelfailove
 	}
 	g.tel.Wire(telemetry.Parts{Dependencies: g.deps, Failover: failover, Journal: g.j, Retrier: g.r, Fleet: fl, Tools: g.tools})
 	h, err := admin.New(admin.Config{Token: s.token, Breakers: g.deps, Routes: admin.FailoverRoutes(failover),
-		Journal: admin.JournalOf(g.j), Scopes: fl, Logger: s.log, Clock: s.clock})
+		Journal: admin.JournalOf(g.j), Scopes: fl, Logger: s.log})
 	if err != nil {
 		return err
 	}

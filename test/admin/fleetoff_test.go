@@ -5,11 +5,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentbreaker/agentbreaker/admin"
+	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/fleet"
 	"github.com/agentbreaker/agentbreaker/journal"
@@ -52,15 +54,18 @@ func TestANilFleetIsFleetModeOff(t *testing.T) {
 
 // The admin page shows each breaker's last transitions with no History wired by hand:
 // given a dependency map, admin.New feeds a History of its own from the map (issue 48,
-// item 1: history.Record in OnStateChange was a call a newcomer forgot).
+// item 1: history.Record in OnStateChange was a call a newcomer forgot), and tells the
+// time by the map's clock.
 func TestTheMapFeedsTheHistory(t *testing.T) {
-	deps := dependencymap.MustNew(dependencymap.Config{Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}}})
+	fc := clock.NewFake(time.Date(2026, 12, 8, 9, 0, 0, 0, time.UTC))
+	deps := dependencymap.MustNew(dependencymap.Config{Clock: fc, Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"}}}})
 	const token = "Kezvn5rDJTCyqnsY7xtKuY4YRfneZ8Bq"
 	h, err := admin.New(admin.Config{Token: token, Breakers: deps})
 	require.NoError(t, err)
 	b, ok := deps.Get("crm")
 	require.True(t, ok)
 	b.ForceOpen("INC-1: CRM maintenance")
+	fc.Advance(90 * time.Second)
 	req := httptest.NewRequest(http.MethodGet, "/api/state", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
@@ -68,4 +73,7 @@ func TestTheMapFeedsTheHistory(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	require.Contains(t, rec.Body.String(), `"history_configured": true`)
 	require.Contains(t, rec.Body.String(), "INC-1: CRM maintenance")
+	// Times come from the map's clock, with no Clock given to admin.New.
+	require.Contains(t, rec.Body.String(), `"time": "2026-12-08T09:01:30Z"`)
+	require.Contains(t, rec.Body.String(), `"at": "2026-12-08T09:00:00Z"`)
 }
