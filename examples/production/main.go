@@ -57,6 +57,7 @@ type options struct {
 	live     bool
 	addr     string
 	dataDir  string
+	fleetApp string
 	logLevel slog.Level
 }
 
@@ -67,6 +68,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.BoolVar(&o.serve, "serve", false, "keep serving /metrics and /admin/ after the offline story, until interrupted")
 	fs.BoolVar(&o.live, "live", false, "use the real endpoints (CRM_URL, Gemini and OpenAI keys) instead of local fakes")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:9464", "the operations listener: /metrics and /admin/")
+	fs.StringVar(&o.fleetApp, "fleet-app", appName, "fleet mode: the name every replica of this agent shares in Redis")
 	fs.StringVar(&o.dataDir, "data", "", "directory of the journal's SQLite file (default: a temporary directory, removed at exit)")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelWarn, "level of agentbreaker's log records on stderr")
 	return o, fs.Parse(args)
@@ -89,7 +91,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s := settings{log: logger, dataDir: o.dataDir, redisAddr: os.Getenv("REDIS_ADDR"), token: token}
+	s := settings{log: logger, dataDir: o.dataDir, redisAddr: os.Getenv("REDIS_ADDR"), fleetApp: o.fleetApp, token: token}
 	var w *world
 	if o.live {
 		err = liveSettings(&s)

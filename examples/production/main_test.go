@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
+	"github.com/agentbreaker/agentbreaker/internal/testenv"
 )
 
 // TestMain fails the test if a server, the journal, the prober or a fake outlives run.
@@ -59,6 +61,39 @@ var (
 	statsLine   = regexp.MustCompile(`(?m)^  CRM counts: (http://\S+/stats)$`)
 )
 
+// started is a run of the program that keeps serving, and what it printed.
+type started struct {
+	out    *printed
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// start runs the program with -serve and args, and returns once it says it keeps
+// serving.
+func start(t *testing.T, args ...string) *started {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	s := &started{out: readOutput(pr), cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		s.done <- run(ctx, append([]string{"-serve", "-addr", "127.0.0.1:0", "-data", t.TempDir(), "-log-level", "error"}, args...), pw)
+		pw.Close()
+	}()
+	select {
+	case <-s.out.serving:
+	case err := <-s.done:
+		t.Fatalf("run returned before serving: %v\n%s", err, s.out.String())
+	}
+	return s
+}
+
+// stop ends the run and requires that it returned no error.
+func (s *started) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	require.NoError(t, <-s.done)
+}
+
 // TestProductionProgram runs the program as an operator does with no flags but
 // -serve (offline: local CRM, Gemini and OpenAI-compatible endpoints), then, while it
 // keeps serving, scrapes /metrics, loads the admin page with and without its token,
@@ -66,20 +101,8 @@ var (
 func TestProductionProgram(t *testing.T) {
 	t.Setenv("REDIS_ADDR", "")               // fleet mode off
 	t.Setenv("AGENTBREAKER_ADMIN_TOKEN", "") // a token generated for the run
-	ctx, cancel := context.WithCancel(t.Context())
-	pr, pw := io.Pipe()
-	out := readOutput(pr)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-serve", "-addr", "127.0.0.1:0", "-data", t.TempDir(), "-log-level", "error"}, pw)
-		pw.Close()
-	}()
-	select {
-	case <-out.serving:
-	case err := <-done:
-		t.Fatalf("run returned before serving: %v\n%s", err, out.String())
-	}
-	got := out.String()
+	s := start(t)
+	got := s.out.String()
 	t.Log(got)
 	require.Contains(t, got, "fleet mode: off (REDIS_ADDR is not set)")
 	require.Contains(t, got, "[breaker crm: closed -> open: failure rate 100% over 3 calls ≥ 50%]")
@@ -89,19 +112,50 @@ func TestProductionProgram(t *testing.T) {
 	require.Contains(t, got, "[model failover: gemini-2.5-flash@gemini -> gpt-4.1-mini@openai (http_5xx)]")
 	require.Contains(t, got, "crm_add_note -> agentbreaker.outcome_unknown")
 
-	scrapeMetrics(t, metricsLine.FindStringSubmatch(got)[1])
+	families := scrapeMetrics(t, metricsLine.FindStringSubmatch(got)[1])
+	storyCounts(t, families)
+	for name := range families {
+		require.False(t, strings.HasPrefix(name, "agentbreaker_fleet_"), "%s: fleet mode is off", name)
+	}
 	m := adminLine.FindStringSubmatch(got)
 	require.NotNil(t, m, "the admin page's address and token are printed")
 	loadAdmin(t, m[1], m[2])
 	crmCounts(t, statsLine.FindStringSubmatch(got)[1])
+	s.stop(t)
+}
 
-	cancel()
-	require.NoError(t, <-done)
+// TestFleetModeWithRedis: with REDIS_ADDR set the breakers join a fleet (under an App
+// of this test's own, so no other run's state is shared), /metrics has the fleet's
+// families and the admin page shows each breaker's scope.
+func TestFleetModeWithRedis(t *testing.T) {
+	addr := testenv.RedisAddr(t)
+	t.Setenv("REDIS_ADDR", addr)
+	t.Setenv("AGENTBREAKER_ADMIN_TOKEN", "")
+	s := start(t, "-fleet-app", "production-test-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	got := s.out.String()
+	require.Contains(t, got, "fleet mode: on, through Redis at "+addr)
+	families := scrapeMetrics(t, metricsLine.FindStringSubmatch(got)[1])
+	for _, name := range []string{"agentbreaker_fleet_syncs_total", "agentbreaker_fleet_sync_failures_total",
+		"agentbreaker_fleet_outages_total", "agentbreaker_fleet_redis_commands_total", "agentbreaker_fleet_local"} {
+		require.Contains(t, families, name)
+	}
+	m := adminLine.FindStringSubmatch(got)
+	req, err := http.NewRequest(http.MethodGet, m[1]+"api/state", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+m[2])
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(body), `"scope":`)
+	s.stop(t)
 }
 
 // wantFamilies are the families of every configured part: the dependency map and its
 // probe, the plugin, the retrier and the tool timeouts, the journal and the model
-// failover. Throttles, adaptive limits and the fleet are not configured.
+// failover. Throttles and adaptive limits are not configured. (Probe results appear
+// with the first probe: storyCounts checks the offline story's.)
 var wantFamilies = []string{
 	"agentbreaker_calls_total", "agentbreaker_call_duration_seconds", "agentbreaker_short_circuits_total",
 	"agentbreaker_bulkhead_rejections_total", "agentbreaker_retry_budget_exhausted_total",
@@ -109,13 +163,13 @@ var wantFamilies = []string{
 	"agentbreaker_breaker_state", "agentbreaker_breaker_open_duration_seconds", "agentbreaker_breaker_open_seconds_total",
 	"agentbreaker_breaker_retry_after_seconds", "agentbreaker_breaker_window_calls", "agentbreaker_breaker_window_failed_calls",
 	"agentbreaker_breaker_window_slow_calls", "agentbreaker_breaker_probes_in_flight", "agentbreaker_breaker_transitions_total",
-	"agentbreaker_breaker_probes_total", "agentbreaker_breaker_probe_results_total", "agentbreaker_breaker_cooldown_extensions_total",
+	"agentbreaker_breaker_probes_total", "agentbreaker_breaker_cooldown_extensions_total",
 	"agentbreaker_journal_pending_intents", "agentbreaker_journal_oldest_pending_age_seconds",
 	"agentbreaker_model_failovers_total", "agentbreaker_model_fallback_calls_total", "agentbreaker_model_fallback_ratio",
 	"agentbreaker_model_route_serving", "agentbreaker_start_time_seconds", "agentbreaker_telemetry_series_overflow_total",
 }
 
-func scrapeMetrics(t *testing.T, url string) {
+func scrapeMetrics(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp, err := http.Get(url)
 	require.NoError(t, err)
@@ -128,10 +182,16 @@ func scrapeMetrics(t *testing.T, url string) {
 		require.Contains(t, families, name, "a family of a configured part is missing")
 	}
 	for name := range families {
-		for _, absent := range []string{"agentbreaker_fleet_", "agentbreaker_throttle_", "agentbreaker_adaptive_limit"} {
+		for _, absent := range []string{"agentbreaker_throttle_", "agentbreaker_adaptive_limit"} {
 			require.False(t, strings.HasPrefix(name, absent), "%s: a part that is not configured exports nothing", name)
 		}
 	}
+	return families
+}
+
+// storyCounts checks the counts the offline story leaves in the scrape.
+func storyCounts(t *testing.T, families map[string]*dto.MetricFamily) {
+	t.Helper()
 	require.Equal(t, 1.0, value(families["agentbreaker_breaker_transitions_total"], map[string]string{"dependency": "crm", "from": "closed", "to": "open"}))
 	require.Equal(t, 1.0, value(families["agentbreaker_breaker_probe_results_total"], map[string]string{"dependency": "crm", "source": "health_probe", "result": "succeeded"}))
 	require.Equal(t, 1.0, value(families["agentbreaker_short_circuits_total"], map[string]string{"dependency": "crm", "tool": "crm_lookup"}))
@@ -251,4 +311,12 @@ func TestWiringFitsInFortyLines(t *testing.T) {
 	}
 	require.LessOrEqual(t, n, 40)
 	require.Contains(t, string(src), "TestWiringFitsInFortyLines counts them: "+strconv.Itoa(n)+".")
+}
+
+// TestLiveNeedsTheCRM: -live uses real endpoints, and says in one line which it lacks.
+func TestLiveNeedsTheCRM(t *testing.T) {
+	t.Setenv("CRM_URL", "")
+	var out strings.Builder
+	err := run(t.Context(), []string{"-live", "-addr", "127.0.0.1:0", "-data", t.TempDir()}, &out)
+	require.EqualError(t, err, "production: -live needs the CRM's base URL in CRM_URL")
 }

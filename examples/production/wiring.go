@@ -46,6 +46,7 @@ type settings struct {
 	dataDir   string // the journal's directory
 	crmURL    string
 	redisAddr string // "": fleet mode off
+	fleetApp  string // the fleet's App: every replica of this agent uses the same
 	token     string // the admin page's token
 	gemini    func(wrap func(http.RoundTripper) http.RoundTripper) *genai.ClientConfig
 	openai    openaimodel.ClientConfig
@@ -153,7 +154,7 @@ func operate(ctx context.Context, s settings, g *guarded, failover *modelfailove
 		return err
 	}
 	if s.redisAddr != "" {
-		fl = fleet.MustNew(fleet.Config{Addr: s.redisAddr, App: appName, Map: g.deps})
+		fl = fleet.MustNew(fleet.Config{Addr: s.redisAddr, App: s.fleetApp, Map: g.deps})
 	}
 	g.tel.Wire(telemetry.Parts{Dependencies: g.deps, Failover: failover, Journal: g.j, Retrier: g.r, Fleet: fl, Tools: g.tools})
 	h, err := admin.New(admin.Config{Token: s.token, Breakers: g.deps, Routes: admin.FailoverRoutes(failover),
