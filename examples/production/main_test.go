@@ -311,6 +311,14 @@ func TestWiringFitsInFortyLines(t *testing.T) {
 	}
 	require.LessOrEqual(t, n, 40)
 	require.Contains(t, string(src), "TestWiringFitsInFortyLines counts them: "+strconv.Itoa(n)+".")
+	for page, says := range map[string]string{
+		"../../README.md":          "in " + strconv.Itoa(n) + " lines of wiring",
+		"../../docs/operations.md": "Its agentbreaker wiring is " + strconv.Itoa(n) + "\nlines",
+	} {
+		text, err := os.ReadFile(page)
+		require.NoError(t, err)
+		require.Contains(t, string(text), says, "%s gives the count", page)
+	}
 }
 
 // TestLiveNeedsTheCRM: -live uses real endpoints, and says in one line which it lacks.
