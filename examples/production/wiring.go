@@ -65,6 +65,7 @@ type app struct {
 	sessions session.Service
 	ops      *http.ServeMux
 	prober   *probe.Prober
+	fleet    *fleet.Fleet // nil: fleet mode off (REDIS_ADDR not set)
 	close    func()
 }
 
@@ -109,13 +110,26 @@ func guardTools(ctx context.Context, s settings, lookup, note tool.Tool, crm crm
 	return &guarded{tel: tel, reg: reg, deps: deps, j: j, r: r, guard: guard, tools: tools}, nil
 }
 
-// wire builds the agent and puts agentbreaker around it.
-func wire(ctx context.Context, s settings, lookup, note tool.Tool, crm crmClient) (*app, error) {
+// wire builds the agent and puts agentbreaker around it. On error it closes what it
+// had opened.
+func wire(ctx context.Context, s settings, lookup, note tool.Tool, crm crmClient) (_ *app, err error) {
 	g, err := guardTools(ctx, s, lookup, note, crm)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{ops: http.NewServeMux(), close: func() { _ = g.j.Close() }}
+	a := &app{ops: http.NewServeMux()}
+	a.close = func() {
+		a.prober.Close()
+		if a.fleet != nil {
+			_ = a.fleet.Close()
+		}
+		_ = g.j.Close()
+	}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
 	gem, err := gemini.NewModel(ctx, "gemini-2.5-flash", s.gemini(modelfailover.NewTransport)) // wiring: this line
 	if err != nil {
 		return nil, err
@@ -145,32 +159,23 @@ func wire(ctx context.Context, s settings, lookup, note tool.Tool, crm crmClient
 
 // operate starts the health probes and fleet mode, and mounts the metrics and the
 // admin page on a.ops.
-func operate(ctx context.Context, s settings, g *guarded, failover *modelfailover.Failover, a *app) error {
-	var fl *fleet.Fleet // fleet mode only with REDIS_ADDR; run says so in one line
-	var err error
+func operate(ctx context.Context, s settings, g *guarded, failover *modelfailover.Failover, a *app) (err error) {
 	// wiring: begin
 	a.prober, err = probe.Start(ctx, g.deps, probe.Config{Logger: s.log, Sleep: s.probeSleep, OnResult: s.onProbe})
 	if err != nil {
 		return err
 	}
 	if s.redisAddr != "" {
-		fl = fleet.MustNew(fleet.Config{Addr: s.redisAddr, App: s.fleetApp, Map: g.deps})
+		a.fleet = fleet.MustNew(fleet.Config{Addr: s.redisAddr, App: s.fleetApp, Map: g.deps})
 	}
-	g.tel.Wire(telemetry.Parts{Dependencies: g.deps, Failover: failover, Journal: g.j, Retrier: g.r, Fleet: fl, Tools: g.tools})
+	g.tel.Wire(telemetry.Parts{Dependencies: g.deps, Failover: failover, Journal: g.j, Retrier: g.r, Fleet: a.fleet, Tools: g.tools})
 	h, err := admin.New(admin.Config{Token: s.token, Breakers: g.deps, Routes: admin.FailoverRoutes(failover),
-		Journal: admin.JournalOf(g.j), Scopes: fl, Logger: s.log})
+		Journal: admin.JournalOf(g.j), Scopes: a.fleet, Logger: s.log})
 	if err != nil {
 		return err
 	}
 	a.ops.Handle("/metrics", promhttp.HandlerFor(g.reg, promhttp.HandlerOpts{}))
 	a.ops.Handle("/admin/", http.StripPrefix("/admin", h))
 	// wiring: end
-	a.close = func() {
-		a.prober.Close()
-		if fl != nil {
-			_ = fl.Close()
-		}
-		_ = g.j.Close()
-	}
 	return nil
 }
