@@ -328,3 +328,16 @@ func TestLiveNeedsTheCRM(t *testing.T) {
 	err := run(t.Context(), []string{"-live", "-addr", "127.0.0.1:0", "-data", t.TempDir()}, &out)
 	require.EqualError(t, err, "production: -live needs the CRM's base URL in CRM_URL")
 }
+
+// TestABadTokenStopsTheStart: an admin token the admin page refuses ends the start
+// with the page's own error, and whatever was opened before it (the journal, the
+// prober, the fakes) is closed again (TestMain's leak check).
+func TestABadTokenStopsTheStart(t *testing.T) {
+	t.Setenv("REDIS_ADDR", "")
+	t.Setenv("AGENTBREAKER_ADMIN_TOKEN", "aaaaaaaaaaaaaaaaaaaa")
+	var out strings.Builder
+	err := run(t.Context(), []string{"-addr", "127.0.0.1:0", "-data", t.TempDir()}, &out)
+	require.ErrorContains(t, err, "admin: ")
+	require.ErrorContains(t, err, "Token")
+	require.NotContains(t, err.Error(), "aaaaaaaaaaaaaaaaaaaa", "the token is not repeated")
+}
