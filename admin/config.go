@@ -157,13 +157,16 @@ type Config struct {
 	Journal JournalAdmin
 	// History gives the page each breaker's recent transitions (with causes and
 	// times) and how long it has been refusing calls. Feed it the breakers' events
-	// (History.Record in dependencymap.Config.OnStateChange). Defaults to none: the
-	// page then shows the time open from the breaker's last opening and no
-	// transitions.
+	// (History.Record in dependencymap.Config.OnStateChange). Defaults to a History
+	// with the HistoryConfig defaults when Breakers is a *dependencymap.Map: New
+	// feeds it the map's transitions from then on, with no listener of yours. For
+	// another BreakerSource it defaults to none: the page then shows the time open
+	// from the breaker's last opening and no transitions.
 	History *History
 	// Scopes, when set, tells the state document and the page whether each breaker's
 	// state is fleet-wide or local (a *fleet.Fleet; see Scopes). Defaults to none: no
-	// scope is shown.
+	// scope is shown. A nil *fleet.Fleet (fleet mode off) counts as none, and so
+	// does a nil pointer in Bulkheads, Routes and Journal.
 	Scopes Scopes
 	// Refresh is how often the page reloads the state by itself (the operator can
 	// pause it). From 1s to 10m. Defaults to 5s.
@@ -171,7 +174,9 @@ type Config struct {
 	// Logger receives a record for every action and every refused request. Defaults to
 	// a logger that discards them.
 	Logger *slog.Logger
-	// Clock stamps the state document. Defaults to the system clock.
+	// Clock stamps the state document and times how long breakers have been open.
+	// Defaults to the map's clock when Breakers is a *dependencymap.Map, else the
+	// system clock.
 	Clock clock.Clock
 	// MaxBodyBytes caps a request body; a larger one is refused with 413. Defaults to
 	// 4 KiB.

@@ -3,15 +3,10 @@
 //
 // # Mounting
 //
-//	history := admin.MustNewHistory(admin.HistoryConfig{}) // last transitions per breaker
-//	deps := dependencymap.MustNew(dependencymap.Config{
-//		// ...
-//		OnStateChange: []func(breaker.Event){tel.BreakerEvent, history.Record},
-//	})
+//	deps := dependencymap.MustNew(dependencymap.Config{ /* ... */ })
 //	h := admin.MustNew(admin.Config{
 //		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"),
-//		Breakers:  deps,
-//		History:   history,
+//		Breakers:  deps, // with a History of its own, fed by the map
 //		Bulkheads: admin.BulkheadGroup(cb.Bulkheads()), // cb is the *callbacks.Callbacks
 //	})
 //	mux.Handle("/ops/breakers/", http.StripPrefix("/ops/breakers", h))
@@ -21,7 +16,8 @@
 // The page reloads the state every Config.Refresh (5 s by default) until the operator
 // pauses it. Breakers that refuse calls come first, longest open first, each with how
 // long it has been refusing calls (failed probes do not restart that clock) and, with a
-// History, its last transitions with their times, causes and reasons. Bulkheads, model
+// History (made by New for a dependency map), its last transitions with their times,
+// causes and reasons. Bulkheads, model
 // routes and the journal are shown only when configured. Every name and reason is
 // shown as text, never as markup: a model can invent a tool name.
 //

@@ -13,7 +13,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/attach"
+	"github.com/agentbreaker/agentbreaker/internal/nilness"
 )
 
 // Handler serves the admin page and API. It is safe for concurrent use; it keeps no
@@ -37,6 +41,35 @@ type Handler struct {
 
 var _ http.Handler = (*Handler)(nil)
 
+// configured settles cfg's optional parts: an interface field holding a nil pointer
+// (a *fleet.Fleet left nil while fleet mode is off) is not configured, and a
+// dependency map lends its clock and gets a History, fed by the map from now on.
+func configured(cfg Config) Config {
+	if nilness.Absent(cfg.Bulkheads) {
+		cfg.Bulkheads = nil
+	}
+	if nilness.Absent(cfg.Routes) {
+		cfg.Routes = nil
+	}
+	if nilness.Absent(cfg.Journal) {
+		cfg.Journal = nil
+	}
+	if nilness.Absent(cfg.Scopes) {
+		cfg.Scopes = nil
+	}
+	m, isMap := cfg.Breakers.(*dependencymap.Map)
+	if isMap && cfg.Clock == nil {
+		cfg.Clock = m.Clock()
+	}
+	if isMap && cfg.History == nil {
+		h := MustNewHistory(HistoryConfig{})
+		if attach.Add(m, func(e breaker.Event) { h.Record(e) }) {
+			cfg.History = h
+		}
+	}
+	return cfg
+}
+
 // New returns a Handler, or a *ConfigError naming the first invalid field.
 func New(cfg Config) (*Handler, error) {
 	switch {
@@ -54,11 +87,12 @@ func New(cfg Config) (*Handler, error) {
 			Problem: fmt.Sprintf("is too easy to guess: it needs at least %d distinct characters and %d bits of estimated entropy (generate one with openssl rand -base64 32)", MinTokenDistinct, MinTokenBits), Err: ErrConfig}
 	case cfg.Refresh != 0 && (cfg.Refresh < time.Second || cfg.Refresh > 10*time.Minute):
 		return nil, &ConfigError{Package: "admin", Field: "Refresh", Value: cfg.Refresh, Problem: "must be between 1s and 10m", Err: ErrConfig}
-	case cfg.Breakers == nil:
+	case nilness.Absent(cfg.Breakers):
 		return nil, &ConfigError{Package: "admin", Field: "Breakers", Value: "nil", Problem: "is required", Err: ErrConfig}
 	case cfg.MaxBodyBytes < 0:
 		return nil, &ConfigError{Package: "admin", Field: "MaxBodyBytes", Value: cfg.MaxBodyBytes, Problem: "must be positive", Err: ErrConfig}
 	}
+	cfg = configured(cfg)
 	h := &Handler{
 		tokenSum:  sha256.Sum256([]byte(cfg.Token)),
 		breakers:  cfg.Breakers,

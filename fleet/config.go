@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbreaker/agentbreaker"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/internal/configerr"
 	"github.com/agentbreaker/agentbreaker/redact"
 )
@@ -48,6 +49,10 @@ type Config struct {
 	// agents with different Apps never share a breaker. Required; it must pass
 	// redact.CheckName.
 	App string
+	// Map, when set, is attached at New, as AttachMap does: every breaker and throttle
+	// it has, and every breaker it creates later, joins the fleet. A fleet with nothing
+	// attached syncs nothing. Defaults to nil: attach breakers or maps yourself.
+	Map *dependencymap.Map
 	// Prefix begins every key. Defaults to "agentbreaker".
 	Prefix string
 	// Replica names this process in Redis (probe lease holder, window reports,

@@ -112,6 +112,12 @@ func New(cfg Config) (*Fleet, error) {
 		})
 	}
 	go f.loop()
+	if cfg.Map != nil {
+		if err := f.AttachMap(cfg.Map); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+	}
 	return f, nil
 }
 

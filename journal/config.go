@@ -88,6 +88,11 @@ type Config struct {
 	// Logger, when set, receives reconciliation decisions and write failures.
 	// Defaults to none.
 	Logger *slog.Logger
+	// ReconcileOnOpen makes Open run Reconcile once before it returns, so that a
+	// restarted process settles what a crash left open with no call of its own; the
+	// report's counts go to Logger (one record) and a failed reconciliation fails
+	// Open. Defaults to false: call Reconcile yourself at start-up.
+	ReconcileOnOpen bool
 }
 
 // DefaultPrefix is the table prefix when Config.Prefix is empty.

@@ -90,7 +90,24 @@ func Open(ctx context.Context, cfg Config) (*Journal, error) {
 		inFlight: map[string]struct{}{},
 	}
 	go j.commitLoop()
+	if cfg.ReconcileOnOpen {
+		if err := j.reconcileOnOpen(ctx); err != nil {
+			j.Close()
+			return nil, err
+		}
+	}
 	return j, nil
+}
+
+// reconcileOnOpen is Config.ReconcileOnOpen: Reconcile, with one record of its counts.
+func (j *Journal) reconcileOnOpen(ctx context.Context) error {
+	r, err := j.Reconcile(ctx)
+	if err != nil {
+		return fmt.Errorf("journal: reconciling at open: %w", err)
+	}
+	j.log(slog.LevelInfo, "journal: reconciled at open", "applied", len(r.Applied), "not_applied", len(r.NotApplied),
+		"awaiting", len(r.Awaiting), "skipped", len(r.Skipped), "corrupt", len(r.Corrupt))
+	return nil
 }
 
 // Close commits the writes already handed over, stops the committer and closes the

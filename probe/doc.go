@@ -2,7 +2,14 @@
 // dependency's breaker refuses calls, so that recovery does not wait for traffic and
 // no user's call (least of all a mutation) is ever the probe.
 //
-// A Prober attaches to each Check's breaker at New. From then on:
+// For the probes a dependency map names (dependencymap.Dependency.Probe), one call
+// builds the prober and starts it:
+//
+//	prober, err := probe.Start(ctx, deps, probe.Config{Logger: logger})
+//	defer prober.Close()
+//
+// (FromMap builds it without starting it, for a caller that drives ProbeDue or Run
+// itself.) A Prober attaches to each Check's breaker at New. From then on:
 //
 //   - half-open is decided by probes alone: while the breaker is open or half-open,
 //     every user call is answered locally (callbacks answer it unavailable, or queue

@@ -22,6 +22,7 @@ type Prober struct {
 	targets []*target
 	round   sync.Mutex // one round of ProbeDue at a time
 	closed  atomic.Bool
+	stopRun func() // set by Start: ends its Run and waits for it
 }
 
 type target struct {
@@ -100,10 +101,14 @@ func MustNew(cfg Config) *Prober {
 }
 
 // Close detaches the prober from its breakers: user calls probe them again. Probes
-// in flight finish and report. Close is idempotent, and a no-op on a nil Prober.
+// in flight finish and report. For a prober from Start, Close first ends its Run and
+// waits for it. Close is idempotent, and a no-op on a nil Prober.
 func (p *Prober) Close() {
 	if p == nil || p.closed.Swap(true) {
 		return
+	}
+	if p.stopRun != nil {
+		p.stopRun()
 	}
 	for _, t := range p.targets {
 		t.c.Breaker.DetachProber()

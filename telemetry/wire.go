@@ -10,6 +10,7 @@ import "github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
 //	Fleet        FleetSource             // fleet mode: a *fleet.Fleet
 //	Journal      interface{ Backlog }    // a *journal.Journal: its backlog, read at every collection
 //	Retrier      *retry.Retrier          // operations its retry budget stopped
+//	Tools        []tool.Tool             // calls a tooltimeout wrapper abandoned
 //
 // It is otelmetrics.Parts, the same type, so one value wires both paths.
 type Parts = metrics.Parts
@@ -25,7 +26,10 @@ type Parts = metrics.Parts
 //   - Fleet: WatchFleet;
 //   - Journal: its backlog, read at every scrape (within one second) instead of by
 //     WatchJournal;
-//   - Retrier: the operations its budget stopped (no RetryHook needed).
+//   - Retrier: the operations its budget stopped (no RetryHook needed);
+//   - Tools: the calls each tooltimeout wrapper among them (found through Unwrap)
+//     abandoned (no tooltimeout.Config.OnAbandon needed; a tool that has its own
+//     OnAbandon keeps it).
 //
 // The calls it replaces keep working, and Wire beside them counts every event once:
 // a transition tel.BreakerEvent already recorded through the map's OnStateChange, or
@@ -36,5 +40,5 @@ func (t *Telemetry) Wire(p Parts) {
 	if t == nil {
 		return
 	}
-	t.s.Wire(p, t.breakerEvent, t.RetryBudgetExhausted)
+	t.s.Wire(p, t.breakerEvent, t.RetryBudgetExhausted, t.ToolAbandoned)
 }

@@ -3,6 +3,8 @@ package tooltimeout
 import (
 	"context"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker/internal/attach"
 )
 
 // Abandon reports a call the wrapper stopped waiting for while the tool kept running
@@ -28,12 +30,31 @@ type Abandon struct {
 	Err error
 }
 
-// notifyAbandon calls the hook, if any. A panicking hook must not kill the process
-// from the tool's goroutine, where nothing else would recover it.
+// notifyAbandon calls the hook, if any: Config.OnAbandon, else the one the
+// telemetry's Wire attached. A panicking hook must not kill the process from the
+// tool's goroutine, where nothing else would recover it.
 func (w *Tool) notifyAbandon(ctx context.Context, returned bool, err error) {
-	if w.onAbandon == nil {
+	hook := w.onAbandon
+	if hook == nil {
+		if p := w.wired.Load(); p != nil {
+			hook = *p
+		}
+	}
+	if hook == nil {
 		return
 	}
 	defer func() { _ = recover() }()
-	w.onAbandon(ctx, Abandon{Tool: w.Name(), Limit: w.timeout, Returned: returned, Running: w.abandoned.Load(), Err: err})
+	hook(ctx, Abandon{Tool: w.Name(), Limit: w.timeout, Returned: returned, Running: w.abandoned.Load(), Err: err})
+}
+
+// The telemetry's Wire attaches its abandon hook after Wrap, through internal/attach
+// rather than an exported method. A tool whose Config.OnAbandon is set keeps it, and
+// Wire's hook is declined, so that an event is never counted twice.
+func init() { attach.Register(addAbandonHook) }
+
+func addAbandonHook(w *Tool, hook func(context.Context, Abandon)) bool {
+	if w == nil || hook == nil || w.onAbandon != nil {
+		return false
+	}
+	return w.wired.CompareAndSwap(nil, &hook)
 }

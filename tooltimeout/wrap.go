@@ -83,6 +83,7 @@ type Tool struct {
 	panics    atomic.Int64
 	abandoned atomic.Int64 // calls still running after the wrapper gave up on them
 	onAbandon func(context.Context, Abandon)
+	wired     atomic.Pointer[func(context.Context, Abandon)] // the telemetry's, without onAbandon
 }
 
 // Wrap returns t with a per-call timeout and panic recovery. t must be a function tool

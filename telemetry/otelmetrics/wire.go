@@ -10,6 +10,7 @@ import "github.com/agentbreaker/agentbreaker/telemetry/internal/metrics"
 //	Fleet        FleetSource             // fleet mode: a *fleet.Fleet
 //	Journal      interface{ Backlog }    // a *journal.Journal: its backlog, read at every collection
 //	Retrier      *retry.Retrier          // operations its retry budget stopped
+//	Tools        []tool.Tool             // calls a tooltimeout wrapper abandoned
 //
 // It is telemetry.Parts, the same type, so one value wires both paths.
 type Parts = metrics.Parts
@@ -19,12 +20,13 @@ type Parts = metrics.Parts
 // limits, read from the map at every collection (so a key added later reports); the
 // failover's failovers, fallback calls, serving route and fallback share (no
 // ModelObserver needed); the fleet; the journal's backlog, read at every collection
-// within one second; and the operations the retrier's budget stopped (no RetryHook
-// needed). The calls it replaces keep working, and Wire beside them counts every
+// within one second; the operations the retrier's budget stopped (no RetryHook
+// needed); and the calls the tooltimeout wrappers among the tools abandoned (no
+// OnAbandon needed). The calls it replaces keep working, and Wire beside them counts every
 // event once; wiring a part again does nothing more. It is safe to call at any time.
 func (m *Metrics) Wire(p Parts) {
 	if m == nil {
 		return
 	}
-	m.s.Wire(p, m.s.BreakerEvent, m.s.RetryBudgetExhausted)
+	m.s.Wire(p, m.s.BreakerEvent, m.s.RetryBudgetExhausted, m.ToolAbandoned)
 }

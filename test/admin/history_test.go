@@ -117,11 +117,16 @@ func TestStateShowsTimeOpenAndRecentTransitions(t *testing.T) {
 	require.Contains(t, crm.Transitions[0].Reason, "INC-1")
 }
 
+// plainSource is a BreakerSource that is not a *dependencymap.Map, for which admin.New
+// makes no History of its own.
+type plainSource struct{ admin.BreakerSource }
+
 // TestStateWithoutHistory: without a History the time open comes from the breaker's
-// last opening, and the document says there is no history.
+// last opening, and the document says there is no history. (Given a dependency map,
+// admin.New makes a History of its own: TestTheMapFeedsTheHistory.)
 func TestStateWithoutHistory(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(c *admin.Config) { c.History, c.Refresh = nil, 0 })
+	f := newFixture(t, func(c *admin.Config) { c.History, c.Refresh, c.Breakers = nil, 0, plainSource{c.Breakers} })
 	f.clock.Advance(time.Minute)
 	_, _, body := f.do(t, request{method: http.MethodGet, path: "/api/state"})
 	var doc admin.State

@@ -177,32 +177,26 @@ func pluginWithJournal(deps *dependencymap.Map, r *retry.Retrier, j *journal.Jou
 	_ = charge
 }
 
-func metrics(j *journal.Journal, routes []modelfailover.Route) {
+func metrics(j *journal.Journal, routes []modelfailover.Route, lookup tool.Tool) {
 	reg := prometheus.NewRegistry()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg, Logger: slog.Default()})
 	deps := dependencymap.MustNew(dependencymap.Config{
 		// ... dependencies and policies ...
 	})
 	guard := callbacks.MustNew(callbacks.Config{Dependencies: deps, Observability: callbacks.Observability{Observer: tel}})
-	timeouts := tooltimeout.Config{Timeout: 10 * time.Second, OnAbandon: tel.ToolAbandoned} // set when the guard is built
+	tools := []tool.Tool{tooltimeout.MustWrap(lookup, tooltimeout.Config{Timeout: 10 * time.Second})}
 	failover := modelfailover.MustNew(modelfailover.Config{Breakers: deps, Routes: routes})
 	r := retry.MustNew(retry.Config{Journal: j.ForRetry()})
-	tel.Wire(telemetry.Parts{Dependencies: deps, Failover: failover, Journal: j, Retrier: r}) // the one call
+	tel.Wire(telemetry.Parts{Dependencies: deps, Failover: failover, Journal: j, Retrier: r, Tools: tools}) // the one call
 	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 
-	_, _, _ = guard, timeouts, r
+	_, _ = guard, r
 }
 
-func adminEndpoint(tel *telemetry.Telemetry, guard *callbacks.Callbacks, failover *modelfailover.Failover, j *journal.Journal, certFile, keyFile string) error {
-	history := admin.MustNewHistory(admin.HistoryConfig{}) // before the map, which feeds it
-	deps := dependencymap.MustNew(dependencymap.Config{
-		// ... as under Metrics ...
-		OnStateChange: []func(breaker.Event){tel.BreakerEvent, history.Record},
-	})
+func adminEndpoint(deps *dependencymap.Map, guard *callbacks.Callbacks, failover *modelfailover.Failover, j *journal.Journal, certFile, keyFile string) error {
 	h, err := admin.New(admin.Config{
-		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"), // required, 16+ bytes, no default
-		Breakers:  deps,
-		History:   history,                                // optional: the page shows each breaker's last transitions
+		Token:     os.Getenv("AGENTBREAKER_ADMIN_TOKEN"),  // required, 16+ bytes, no default
+		Breakers:  deps,                                   // a map: the page shows each breaker's last transitions
 		Bulkheads: admin.BulkheadGroup(guard.Bulkheads()), // optional
 		Routes:    admin.FailoverRoutes(failover),         // optional
 		Journal:   admin.JournalOf(j),                     // optional

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/internal/nilness"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
 )
@@ -133,12 +134,13 @@ func (s *State) WatchLimits(src LimitSource) {
 	add(&s.sourceMu, &s.limitSources, src)
 }
 
-// WatchFleet reads src at every collection; nil stops the fleet rows.
+// WatchFleet reads src at every collection; nil, or a nil *fleet.Fleet (fleet mode
+// off), stops the fleet rows.
 func (s *State) WatchFleet(src FleetSource) {
 	if s == nil {
 		return
 	}
-	if src == nil {
+	if nilness.Absent(src) {
 		s.fleet.Store(nil)
 		return
 	}

@@ -7,12 +7,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/adk/v2/tool"
+
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/internal/attach"
+	"github.com/agentbreaker/agentbreaker/internal/nilness"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
 	"github.com/agentbreaker/agentbreaker/redact"
 	"github.com/agentbreaker/agentbreaker/retry"
+	"github.com/agentbreaker/agentbreaker/tooltimeout"
 )
 
 // Parts is what an application built, for the exporters' Wire: each part set is
@@ -27,16 +31,22 @@ type Parts struct {
 	// counted (no modelfailover.Config.Observer needed) and its serving route and
 	// fallback share read at every collection.
 	Failover *modelfailover.Failover
-	// Fleet is fleet mode (a *fleet.Fleet), read at every collection.
+	// Fleet is fleet mode (a *fleet.Fleet), read at every collection. A nil
+	// *fleet.Fleet, as a program holds while fleet mode is off, is no fleet.
 	Fleet FleetSource
 	// Journal is the dispatch-intent journal (a *journal.Journal): its backlog is
 	// read at every collection, within JournalTimeout, instead of by a goroutine.
+	// A nil *journal.Journal is no journal.
 	Journal interface {
 		Backlog(ctx context.Context) (n int, oldest time.Time, err error)
 	}
 	// Retrier is the retry orchestrator: operations its budget stopped are counted
 	// (no hook in retry.Config.OnAttempt needed).
 	Retrier *retry.Retrier
+	// Tools are the agent's tools: each that is, or wraps (through Unwrap), a
+	// *tooltimeout.Tool reports the calls it abandons (no tooltimeout.Config.OnAbandon
+	// needed). A tool whose OnAbandon is set keeps its own hook.
+	Tools []tool.Tool
 }
 
 // JournalTimeout bounds the reading of a wired journal's backlog at a collection; a
@@ -62,7 +72,7 @@ type wiring struct {
 // Wire attaches every part set in p: onBreaker receives the map's transitions (the
 // exporter's BreakerEvent, less its Heard), onBudget the operations the retrier's
 // budget stopped. A part wired before is skipped.
-func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(context.Context, string)) {
+func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(context.Context, string), onAbandon func(context.Context, tooltimeout.Abandon)) {
 	if s == nil {
 		return
 	}
@@ -103,10 +113,18 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 		s.wire.mu.Unlock()
 		attach.Add[*modelfailover.Failover, modelfailover.Observer](f, w) // declines a second time
 	}
-	if p.Fleet != nil {
+	for _, t := range p.Tools {
+		if tt := timeoutTool(t); tt != nil && first(tt) {
+			attach.Add(tt, onAbandon) // declined when the tool has its own OnAbandon
+		}
+	}
+	if p.Failover != nil && p.Dependencies != nil {
+		s.warnForeignRoutes(p.Failover, p.Dependencies)
+	}
+	if !nilness.Absent(p.Fleet) {
 		s.WatchFleet(p.Fleet)
 	}
-	if p.Journal != nil && first(p.Journal) {
+	if !nilness.Absent(p.Journal) && first(p.Journal) {
 		s.wire.mu.Lock()
 		s.wire.journal = p.Journal
 		s.wire.mu.Unlock()
@@ -117,6 +135,37 @@ func (s *State) Wire(p Parts, onBreaker func(breaker.Event), onBudget func(conte
 				onBudget(ctx, e.Dependency)
 			}
 		})
+	}
+}
+
+// timeoutTool finds the *tooltimeout.Tool that t is or wraps, through Unwrap (as an
+// idempotency-key wrapper has), or nil.
+func timeoutTool(t tool.Tool) *tooltimeout.Tool {
+	for range 8 {
+		switch v := t.(type) {
+		case *tooltimeout.Tool:
+			return v
+		case interface{ Unwrap() tool.Tool }:
+			t = v.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// warnForeignRoutes logs one warning for each route of f whose breaker is not m's:
+// the failover was built without modelfailover.Config.Breakers set to the wired map,
+// so its routes' breakers live in a map of their own, which the breaker rows and the
+// admin page never see. Nothing else can tell the user: every call still works.
+func (s *State) warnForeignRoutes(f *modelfailover.Failover, m *dependencymap.Map) {
+	for _, r := range f.Routes() {
+		if b, ok := m.Get(r.Breaker.Name()); ok && b == r.Breaker {
+			continue
+		}
+		s.log.Warn("agentbreaker: a model route's breaker is not in the wired dependency map: "+
+			"set modelfailover.Config.Breakers to that map, or its breaker has no breaker_* rows and no place on the admin page",
+			"route", r.Name)
 	}
 }
 
