@@ -145,11 +145,13 @@ type SideEffects struct {
 	// operation's idempotency key, wrap tools with [Callbacks.WithIdempotencyKey].
 	// Defaults to nil: no retry accounting.
 	Retry *retry.Retrier
-	// Journal, when set with Retry, reconciles UNKNOWN outcomes through the journal's
-	// status lookups (journal.Journal.Reconciler). Build the Retrier with
-	// retry.Config.Journal = Journal.ForRetry() so that every attempt's intent is
-	// durable before its tool runs. Defaults to nil: an UNKNOWN outcome of a mutating
-	// tool ends its operation unreconciled.
+	// Journal reconciles UNKNOWN outcomes through the journal's status lookups
+	// (journal.Journal.Reconciler), and makes each mutating call's intent durable
+	// before its tool runs. Given without Retry, it is all the plugin needs: a
+	// Retrier with the default policy is built on it (on Config.Clock, its
+	// budget-exhausted refusals reported to Observability.Observer). Given with Retry,
+	// build that Retrier with retry.Config.Journal = Journal.ForRetry(). Defaults to
+	// nil: an UNKNOWN outcome of a mutating tool ends its operation unreconciled.
 	Journal Journal
 	// ConfirmUnknownReplays lets the user, rather than only an operator, decide whether
 	// a call of a tool in MutatingTools is sent again after an earlier attempt of it
@@ -233,11 +235,11 @@ type Observability struct {
 	// once for each admitted call that reached its tool (or may have: a call released
 	// without its after-callback is reported as UNKNOWN), never for a call another
 	// plugin stopped before the tool or for an agentbreaker payload. Its BreakerEvent
-	// and RetryBudgetExhausted are not called from here: give BreakerEvent to
-	// dependencymap.Config.OnStateChange, and telemetry.RetryHook to the Retrier's
-	// retry.Config.OnAttempt. It runs on the call's goroutine with no lock
-	// held; a panic in it is recovered and logged. Defaults to none (nil), which costs
-	// nothing.
+	// comes from the dependency map and RetryBudgetExhausted from the Retrier, which
+	// the telemetry's Wire reads (telemetry.Parts), except for a Retrier the plugin
+	// built on SideEffects.Journal, whose refusals it reports here. It runs on the
+	// call's goroutine with no lock held; a panic in it is recovered and logged.
+	// Defaults to none (nil), which costs nothing.
 	Observer observe.Calls
 }
 
@@ -295,7 +297,11 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, bad("Config.SideEffects.Admission", "nil", "is required with Config.SideEffects.QueueTools: nothing could queue the calls")
 	}
 	if cfg.SideEffects.Journal != nil && cfg.SideEffects.Retry == nil {
-		return cfg, bad("Config.SideEffects.Retry", "nil", "is required with Config.SideEffects.Journal: the journal is used through the Retrier")
+		r, err := cfg.journalRetrier()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.SideEffects.Retry = r
 	}
 	if cfg.SideEffects.ConfirmUnknownReplays && cfg.SideEffects.Journal == nil {
 		return cfg, bad("Config.SideEffects.ConfirmUnknownReplays", true, "needs Config.SideEffects.Journal, which is nil: a confirmed replay must approve the journal's unresolved intents")
@@ -332,3 +338,23 @@ type Journal interface {
 }
 
 var _ Journal = (*journal.Journal)(nil)
+
+// journalRetrier builds the Retrier of a Config given a Journal and no Retry: the
+// default policy, the journal's intents (when it offers them, as *journal.Journal
+// does), and a hook that reports spent retry budgets to the Observer.
+func (cfg Config) journalRetrier() (*retry.Retrier, error) {
+	fr, ok := cfg.SideEffects.Journal.(interface{ ForRetry() retry.Journal })
+	if !ok {
+		return nil, &ConfigError{Package: "callbacks", Field: "Config.SideEffects.Retry", Value: "nil",
+			Problem: "is required with a Config.SideEffects.Journal that has no ForRetry method: the journal is used through the Retrier"}
+	}
+	rc := retry.Config{Journal: fr.ForRetry(), Clock: cfg.Clock}
+	if obs := cfg.Observability.Observer; obs != nil {
+		rc.OnAttempt = []func(context.Context, retry.Event){func(ctx context.Context, e retry.Event) {
+			if e.Stop == retry.ReasonBudgetExhausted && !e.Retry {
+				obs.RetryBudgetExhausted(ctx, e.Dependency)
+			}
+		}}
+	}
+	return retry.New(rc)
+}

@@ -308,13 +308,21 @@ func TestRetryConfigErrors(t *testing.T) {
 	j, err := journal.Open(t.Context(), journal.Config{Backend: sqlite.Backend{Path: filepath.Join(dir, "j.db")}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })
+	// The journal given once is enough (issue 48 e): the plugin builds the Retrier on it.
 	_, err = callbacks.New(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{Journal: j}})
-	require.ErrorContains(t, err, "Config.SideEffects.Retry = nil: is required with Config.SideEffects.Journal")
+	require.NoError(t, err)
+	// A journal of another kind, which cannot give the Retrier its intents, still
+	// needs the Retrier given.
+	_, err = callbacks.New(callbacks.Config{Dependencies: deps, SideEffects: callbacks.SideEffects{Journal: otherJournal{j}}})
+	require.ErrorContains(t, err, "Config.SideEffects.Retry = nil: is required with a Config.SideEffects.Journal that has no ForRetry method")
 
 	cb := callbacks.MustNew(callbacks.Config{Dependencies: deps})
 	_, err = cb.WithIdempotencyKey(nil)
 	require.ErrorContains(t, err, "tool is nil")
 }
+
+// otherJournal is a callbacks.Journal that is not a *journal.Journal.
+type otherJournal struct{ callbacks.Journal }
 
 // TestRetryCallStoppedByALaterPluginIsNotAnAttempt: a plugin after agentbreaker (a
 // confirmation step, say) answers the first call, so the tool never ran; the model's

@@ -27,6 +27,14 @@ import (
 // through adk-go's runner with the journal wired as the page shows, leave three
 // intents, all of them charges (issue 48: thirteen before, ten of them lookups).
 func TestOnlyMutationsWriteIntents(t *testing.T) {
+	for _, journalOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("journal only=%v", journalOnly), func(t *testing.T) { onlyMutationsWriteIntents(t, journalOnly) })
+	}
+}
+
+// onlyMutationsWriteIntents runs TestOnlyMutationsWriteIntents with the Retrier given
+// on the journal, or with the journal alone (issue 48 e: the journal is given once).
+func onlyMutationsWriteIntents(t *testing.T, journalOnly bool) {
 	journaltest.ForEachBackend(t, func(t *testing.T, b journaltest.Backend) {
 		fc := clock.NewFake(time.Time{})
 		cfg := b.Config(t)
@@ -35,11 +43,11 @@ func TestOnlyMutationsWriteIntents(t *testing.T) {
 		deps := dependencymap.MustNew(dependencymap.Config{Clock: fc, Dependencies: map[string]dependencymap.Dependency{
 			"crm": {Tools: []string{"crm_lookup"}}, "payments": {Tools: []string{"charge"}},
 		}})
-		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: fc, SideEffects: callbacks.SideEffects{
-			MutatingTools: []string{"charge"},
-			Retry:         retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: fc, Sleeper: &retry.FakeSleeper{Clock: fc}}),
-			Journal:       j,
-		}})
+		se := callbacks.SideEffects{MutatingTools: []string{"charge"}, Journal: j}
+		if !journalOnly {
+			se.Retry = retry.MustNew(retry.Config{Journal: j.ForRetry(), Clock: fc, Sleeper: &retry.FakeSleeper{Clock: fc}})
+		}
+		cb := callbacks.MustNew(callbacks.Config{Dependencies: deps, Clock: fc, SideEffects: se})
 		ok := func(agent.Context, map[string]any) (map[string]any, error) {
 			return map[string]any{"status": "ok"}, nil
 		}
