@@ -89,7 +89,7 @@ func (a *Attempt) Finish(ctx context.Context, c classify.Classification, err err
 		state = breaker.State(s - 1).String()
 	}
 	run.emit(ctx, Event{Attempt: a.info.Number, Outcome: c.Outcome, ErrorClass: c.Class, Elapsed: now.Sub(a.info.Started),
-		BreakerState: state, Dispatched: true, Retry: d.Retry, Delay: d.Delay, Stop: d.Reason, At: now,
+		BreakerState: state, Dispatched: true, Retry: d.Retry, Delay: d.Delay, Stop: d.Reason, At: now, reissue: run.chargeOnAdmit,
 		Err: err, JournalErr: jerr, IntentID: a.info.IntentID})
 	return d
 }

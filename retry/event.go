@@ -42,6 +42,10 @@ type Event struct {
 	JournalErr error
 	// IntentID is the journal's id for the attempt's intent, when there is a journal.
 	IntentID string
+
+	// reissue: the run is tracked (Retrier.Track), so a granted retry happens only if
+	// the caller (the model) issues the call again. The record says so.
+	reissue bool
 }
 
 // ElapsedMs is Elapsed in whole milliseconds, as the record's elapsed_ms field.
@@ -63,9 +67,13 @@ func (e Event) attrs(red *redact.Redactor) []slog.Attr {
 		slog.String("breaker_state", e.BreakerState),
 		slog.String("policy_version", e.PolicyVersion),
 	}
-	if e.Retry {
+	switch {
+	case e.Retry && e.reissue:
+		// Granted, not made: the model decides whether to call again.
+		attrs = append(attrs, slog.String("next", "retry_if_reissued"), slog.Int64("delay_ms", e.Delay.Milliseconds()))
+	case e.Retry:
 		attrs = append(attrs, slog.String("next", "retry"), slog.Int64("delay_ms", e.Delay.Milliseconds()))
-	} else {
+	default:
 		attrs = append(attrs, slog.String("next", string(e.Stop)))
 	}
 	if e.IntentID != "" {

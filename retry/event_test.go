@@ -131,3 +131,32 @@ func TestCallerLeavingDuringTheIntentIsNotAJournalError(t *testing.T) {
 	require.Equal(t, classify.FailedBeforeSend, res.Outcome)
 	require.Zero(t, s.count())
 }
+
+// TestNextSaysWhoRetries: a granted retry of a Do loop is made by the loop ("retry");
+// one of a tracked run happens only if the model issues the call again, and its
+// record says so ("retry_if_reissued") instead of promising a retry (issue 48).
+func TestNextSaysWhoRetries(t *testing.T) {
+	next := func(e retry.Event) string {
+		for _, a := range e.Attrs() {
+			if a.Key == "next" {
+				return a.Value.String()
+			}
+		}
+		return ""
+	}
+	rg := newRig(t, retry.Config{Policy: retry.Policy{MaxAttempts: 2}})
+	rg.r.Do(t.Context(), retry.Operation{Dependency: "crm", Idempotent: true}, answers(classify.ClassHTTP5xx, classify.ClassNone).fn)
+	evs := rg.ev.list()
+	require.Len(t, evs, 2)
+	require.Equal(t, "retry", next(evs[0]))
+	require.Equal(t, "succeeded", next(evs[1]))
+
+	run, _, err := rg.r.Track("inv-1", retry.Operation{Dependency: "crm", Tool: "lookup", Idempotent: true})
+	require.NoError(t, err)
+	a, err := run.Admit(t.Context())
+	require.NoError(t, err)
+	d := a.Finish(t.Context(), classify.ForClass(classify.ClassHTTP5xx), nil)
+	require.True(t, d.Retry)
+	evs = rg.ev.list()
+	require.Equal(t, "retry_if_reissued", next(evs[len(evs)-1]))
+}
