@@ -260,8 +260,8 @@ func (h *Handler) readReason(w http.ResponseWriter, r *http.Request) (string, bo
 		return "", false
 	}
 	switch {
-	case len(body.Reason) > MaxReasonLength:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("reason: %d bytes, at most %d", len(body.Reason), MaxReasonLength))
+	case len(body.Reason) > maxReasonLength:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("reason: %d bytes, at most %d", len(body.Reason), maxReasonLength))
 		return "", false
 	case !utf8.ValidString(body.Reason) || strings.ContainsFunc(body.Reason, unicode.IsControl):
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("reason = %q: must be printable text without control characters", body.Reason))

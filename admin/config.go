@@ -23,19 +23,19 @@ var ErrNotFound = errors.New("admin: not found")
 // [agentbreaker.ConfigError], so one errors.As finds it whichever package refused the value.
 type ConfigError = agentbreaker.ConfigError
 
-// MinTokenLength is the shortest token New accepts: a token short enough to guess is
+// minTokenLength is the shortest token New accepts: a token short enough to guess is
 // no protection.
-const MinTokenLength = 16
+const minTokenLength = 16
 
-// MinTokenDistinct is how many distinct characters a token must hold: sixteen copies of
+// minTokenDistinct is how many distinct characters a token must hold: sixteen copies of
 // one character are long enough and guessable at once.
-const MinTokenDistinct = 8
+const minTokenDistinct = 8
 
-// MinTokenBits is the least estimated entropy of a token, in bits: its length times
+// minTokenBits is the least estimated entropy of a token, in bits: its length times
 // the Shannon entropy of its own character frequencies. It catches a long token made
 // of a short repeated pattern. 32 random bytes in base64 carry about 190 of these bits;
 // "0123456789abcdef" exactly 64.
-const MinTokenBits = 64
+const minTokenBits = 64
 
 // defaultRefresh is the default of Config.Refresh.
 const defaultRefresh = 5 * time.Second
@@ -43,8 +43,8 @@ const defaultRefresh = 5 * time.Second
 // defaultMaxBodyBytes is the default of Config.MaxBodyBytes.
 const defaultMaxBodyBytes = 4 << 10
 
-// MaxReasonLength caps the reason an operator gives, in bytes.
-const MaxReasonLength = 500
+// maxReasonLength caps the reason an operator gives, in bytes.
+const maxReasonLength = 500
 
 // BreakerSource lists the breakers to show and finds one by name.
 // *dependencymap.Map implements it (and its Tools method, which the page shows when
@@ -143,7 +143,7 @@ const (
 // Config configures a [Handler].
 type Config struct {
 	// Token is the bearer token every request must present. Required, at least
-	// MinTokenLength bytes, MinTokenDistinct distinct characters and MinTokenBits of
+	// 16 bytes, 8 distinct characters and 64 bits of
 	// estimated entropy; there is no default. Generate it (openssl rand -base64 32)
 	// and keep it in a secret store.
 	Token string

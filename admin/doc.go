@@ -60,7 +60,7 @@
 //
 //   - Every request except the page shell needs "Authorization: Bearer <token>". The
 //     token is compared in constant time; New refuses an empty, short or guessable one
-//     (fewer than MinTokenDistinct distinct characters or MinTokenBits of estimated
+//     (fewer than 8 distinct characters or 64 bits of estimated
 //     entropy: sixteen copies of one character are refused), and there is no default. The shell holds no state and no secret: the page sends the token
 //     the operator types with each of its requests and keeps it only in memory.
 //   - State changes are POST only. Cross-origin browser requests are rejected (by the

@@ -75,16 +75,16 @@ func New(cfg Config) (*Handler, error) {
 	switch {
 	case cfg.Token == "":
 		return nil, &ConfigError{Package: "admin", Field: "Token", Value: cfg.Token, Problem: "is required: the admin endpoint has no default token", Err: ErrConfig}
-	case len(cfg.Token) < MinTokenLength:
-		return nil, &ConfigError{Package: "admin", Field: "Token", Value: fmt.Sprintf("<%d bytes>", len(cfg.Token)), Problem: fmt.Sprintf("must be at least %d bytes", MinTokenLength), Err: ErrConfig}
+	case len(cfg.Token) < minTokenLength:
+		return nil, &ConfigError{Package: "admin", Field: "Token", Value: fmt.Sprintf("<%d bytes>", len(cfg.Token)), Problem: fmt.Sprintf("must be at least %d bytes", minTokenLength), Err: ErrConfig}
 	case strings.TrimSpace(cfg.Token) != cfg.Token || strings.ContainsAny(cfg.Token, " \t\r\n"):
 		return nil, &ConfigError{Package: "admin", Field: "Token", Value: "<redacted>", Problem: "must not contain white space (it travels in an HTTP header)", Err: ErrConfig}
 	case !utf8.ValidString(cfg.Token) || strings.ContainsFunc(cfg.Token, unicode.IsControl):
 		return nil, &ConfigError{Package: "admin", Field: "Token", Value: "<redacted>", Problem: "must be printable text (it travels in an HTTP header)", Err: ErrConfig}
-	case tokenDistinct(cfg.Token) < MinTokenDistinct || tokenBits(cfg.Token) < MinTokenBits:
+	case tokenDistinct(cfg.Token) < minTokenDistinct || tokenBits(cfg.Token) < minTokenBits:
 		return nil, &ConfigError{Package: "admin", Field: "Token",
 			Value:   fmt.Sprintf("<%d bytes, %d distinct characters, about %.0f bits>", len(cfg.Token), tokenDistinct(cfg.Token), tokenBits(cfg.Token)),
-			Problem: fmt.Sprintf("is too easy to guess: it needs at least %d distinct characters and %d bits of estimated entropy (generate one with openssl rand -base64 32)", MinTokenDistinct, MinTokenBits), Err: ErrConfig}
+			Problem: fmt.Sprintf("is too easy to guess: it needs at least %d distinct characters and %d bits of estimated entropy (generate one with openssl rand -base64 32)", minTokenDistinct, minTokenBits), Err: ErrConfig}
 	case cfg.Refresh != 0 && (cfg.Refresh < time.Second || cfg.Refresh > 10*time.Minute):
 		return nil, &ConfigError{Package: "admin", Field: "Refresh", Value: cfg.Refresh, Problem: "must be between 1s and 10m", Err: ErrConfig}
 	case nilness.Absent(cfg.Breakers):

@@ -16,8 +16,8 @@ const defaultHistoryPerBreaker = 10
 const defaultHistoryBreakers = 1000
 
 // maxReasonStored caps a stored transition reason, in bytes: an operator's reason is
-// already capped at MaxReasonLength, and the admin endpoint adds its address.
-const maxReasonStored = MaxReasonLength + 100
+// already capped at maxReasonLength, and the admin endpoint adds its address.
+const maxReasonStored = maxReasonLength + 100
 
 // Transition is one breaker state change as the admin page shows it.
 type Transition struct {

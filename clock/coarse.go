@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// CoarseResolution is how often the coarse clock is refreshed while it is in use.
-const CoarseResolution = time.Millisecond
+// coarseResolution is how often the coarse clock is refreshed while it is in use.
+const coarseResolution = time.Millisecond
 
 // coarseIdleTicks is how many ticks without a reader stop the ticker.
 const coarseIdleTicks = 1000
@@ -29,7 +29,7 @@ type coarse struct {
 }
 
 var system = coarse{start: func(c *coarse) {
-	t := time.NewTicker(CoarseResolution)
+	t := time.NewTicker(coarseResolution)
 	go func() {
 		defer t.Stop()
 		c.tick(t.C, coarseIdleTicks)
@@ -40,7 +40,7 @@ var system = coarse{start: func(c *coarse) {
 func CoarseBase() time.Time { return base }
 
 // CoarseNanos returns the monotonic nanoseconds since [CoarseBase], at most about
-// [CoarseResolution] old while the process has CPU to run the ticker (a saturated
+// 1ms (the coarse clock's resolution) old while the process has CPU to run the ticker (a saturated
 // process may run it a scheduler slice late). It is safe for concurrent use and
 // allocates nothing.
 func CoarseNanos() int64 {

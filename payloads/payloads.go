@@ -39,9 +39,9 @@ const (
 	KeyFirm              = "firm"
 	KeyCachedResult      = "cached_result"
 	KeyCachedAgeSeconds  = "cached_age_seconds"
-	KeyCachedAsOf        = "cached_as_of"
-	KeyPartialResult     = "partial_result"
-	KeyAlternatives      = "alternatives"
+	keyCachedAsOf        = "cached_as_of"
+	keyPartialResult     = "partial_result"
+	keyAlternatives      = "alternatives"
 )
 
 // Info is what a payload may say. It has no field for upstream text on purpose: the
@@ -147,16 +147,16 @@ func build(kind, status string, class classify.Class, reason string, in Info) ma
 		m[KeyCachedResult] = c.Result
 		m[KeyCachedAgeSeconds] = seconds(c.Age)
 		if !c.StoredAt.IsZero() {
-			m[KeyCachedAsOf] = c.StoredAt.UTC().Format(time.RFC3339)
+			m[keyCachedAsOf] = c.StoredAt.UTC().Format(time.RFC3339)
 		}
 		reason += " A cached answer from " + humanDuration(c.Age) + " ago is included."
 	}
 	if in.Partial != nil {
-		m[KeyPartialResult] = in.Partial
+		m[keyPartialResult] = in.Partial
 		reason += " A partial result is included."
 	}
 	if alts := cleanNames(in.Alternatives); len(alts) > 0 {
-		m[KeyAlternatives] = alts
+		m[keyAlternatives] = alts
 		reason += " Other tools that may help: " + strings.Join(alts, ", ") + "."
 	}
 	if in.Firm {
