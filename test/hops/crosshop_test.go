@@ -36,8 +36,9 @@ import (
 
 // What one hop does, every hop does (docs/operations.md, "Logs and traces";
 // docs/operations-metrics.md; callbacks' Event): the same failing dependency, reached
-// through a function tool, a remote agent called as a tool, a remote agent reached by
-// transfer and a workflow's tool node, gives the same Events (kind, outcome, class),
+// through a function tool, a sub-agent called as a tool (its own tool calls the
+// dependency), a remote agent called as a tool, a remote agent reached by transfer and
+// a workflow's tool node, gives the same Events (kind, outcome, class),
 // the same metric counts, and log records with every key the page lists; a dead one
 // (503) and one that states a delay (429 with Retry-After, which holds it).
 
@@ -60,6 +61,7 @@ type crossResult struct {
 	Calls         float64  // agentbreaker_calls_total for the dependency
 	ShortCircuits float64  // agentbreaker_short_circuits_total for the dependency
 	Requests      int64    // what reached the dead server
+	Shadowed      float64  // agentbreaker_shadow_refusals_total for the dependency
 }
 
 func TestSameRefusalsAndFailuresThroughEveryHop(t *testing.T) {
@@ -67,6 +69,13 @@ func TestSameRefusalsAndFailuresThroughEveryHop(t *testing.T) {
 		{"function tool", func(t *testing.T, cb *callbacks.Callbacks, url string) (agent.Agent, error) {
 			root := breakertest.MustNewModel(breakertest.ModelConfig{Then: oneCallThenText(crossToolRef, map[string]any{"query": "invoice 7"})})
 			return cb.Build(callbacks.Node{Config: llmagent.Config{Name: "assistant", Model: root, Tools: []tool.Tool{crmTool(t, crossToolRef, url)}}})
+		}},
+		{"sub-agent as a tool", func(t *testing.T, cb *callbacks.Callbacks, url string) (agent.Agent, error) {
+			inner := breakertest.MustNewModel(breakertest.ModelConfig{Then: oneCallThenText(crossToolRef, map[string]any{"query": "invoice 7"})})
+			root := breakertest.MustNewModel(breakertest.ModelConfig{Then: oneCallThenText("billing_desk", map[string]any{"request": "invoice 7"})})
+			return cb.Build(callbacks.Node{Config: llmagent.Config{Name: "assistant", Model: root},
+				AgentTools: []callbacks.AgentToolNode{{Node: callbacks.Node{Config: llmagent.Config{Name: "billing_desk",
+					Description: "Looks invoices up.", Model: inner, Tools: []tool.Tool{crmTool(t, crossToolRef, url)}}}}}})
 		}},
 		{"remote agent as a tool", func(t *testing.T, cb *callbacks.Callbacks, url string) (agent.Agent, error) {
 			remote, err := deadRemote(cb, url)
@@ -107,18 +116,26 @@ type crossScenario struct {
 	name   string
 	answer func(w http.ResponseWriter)
 	sent   int // the calls that reach the server; the rest are answered locally
+	// shadow puts the dependency in shadow mode: every call is sent, and the calls
+	// the breaker would have refused are would_refuse Events, not short-circuits.
+	shadow bool
 }
 
 var crossScenarios = []crossScenario{
 	{"503 on every request", func(w http.ResponseWriter) {
 		http.Error(w, "upstream connect error or disconnect/reset before headers", http.StatusServiceUnavailable)
-	}, crossTrip},
+	}, crossTrip, false},
 	// A 429 with a stated delay: the first answer holds the dependency, and every
 	// later call is answered locally until the delay passes (the clock stands still).
 	{"429 with Retry-After", func(w http.ResponseWriter) {
 		w.Header().Set("Retry-After", "120")
 		http.Error(w, "quota exceeded for project 1234 (rate limit)", http.StatusTooManyRequests)
-	}, 1},
+	}, 1, false},
+	// The dead dependency again, in shadow mode: nothing is refused, and every hop
+	// says the same of what would have been.
+	{"503 in shadow mode", func(w http.ResponseWriter) {
+		http.Error(w, "upstream connect error or disconnect/reset before headers", http.StatusServiceUnavailable)
+	}, crossTurns, true},
 }
 
 func crossCompare(t *testing.T, sc crossScenario, hops []crossHop) {
@@ -129,7 +146,12 @@ func crossCompare(t *testing.T, sc crossScenario, hops []crossHop) {
 			results = append(results, r)
 			require(t, r.Requests == int64(sc.sent), "%s: %d requests reached the server, want %d", h.name, r.Requests, sc.sent)
 			require(t, r.Calls == float64(sc.sent), "%s: agentbreaker_calls_total{dependency=%q} = %v, want %d", h.name, crossDep, r.Calls, sc.sent)
-			require(t, r.ShortCircuits == float64(crossTurns-sc.sent), "%s: agentbreaker_short_circuits_total{dependency=%q} = %v, want %d", h.name, crossDep, r.ShortCircuits, crossTurns-sc.sent)
+			wantSC := crossTurns - sc.sent
+			if sc.shadow {
+				wantSC = 0
+				require(t, r.Shadowed == float64(crossTurns-crossTrip), "%s: agentbreaker_shadow_refusals_total = %v, want %d", h.name, r.Shadowed, crossTurns-crossTrip)
+			}
+			require(t, r.ShortCircuits == float64(wantSC), "%s: agentbreaker_short_circuits_total{dependency=%q} = %v, want %d", h.name, crossDep, r.ShortCircuits, wantSC)
 		})
 	}
 	if len(results) != len(hops) {
@@ -179,8 +201,10 @@ func runCrossHop(t *testing.T, h crossHop, sc crossScenario) crossResult {
 	reg := prometheus.NewRegistry()
 	tel := telemetry.MustNew(telemetry.Config{Registerer: reg})
 	clk := newClock()
+	policy := crmPolicy(crossTrip)
+	policy.Shadow = sc.shadow
 	deps := dependencymap.MustNew(dependencymap.Config{Clock: clk, OnStateChange: []func(breaker.Event){tel.BreakerEvent},
-		Dependencies: map[string]dependencymap.Dependency{crossDep: {Tools: []string{crossToolRef}, Policy: crmPolicy(crossTrip)}}})
+		Dependencies: map[string]dependencymap.Dependency{crossDep: {Tools: []string{crossToolRef}, Policy: policy}}})
 	tel.Watch(deps)
 	var mu sync.Mutex
 	var events []string
@@ -210,7 +234,7 @@ func runCrossHop(t *testing.T, h crossHop, sc crossScenario) crossResult {
 	checkRecordKeys(t, h.name, logs.String(), sc.sent)
 	mu.Lock()
 	defer mu.Unlock()
-	return crossResult{Events: events, Requests: requests.Load(),
+	return crossResult{Events: events, Requests: requests.Load(), Shadowed: sumFamily(t, reg, "agentbreaker_shadow_refusals_total"),
 		Calls: sumFamily(t, reg, "agentbreaker_calls_total"), ShortCircuits: sumFamily(t, reg, "agentbreaker_short_circuits_total")}
 }
 
