@@ -23,6 +23,7 @@ type Record struct {
 	// End is when the call finished (slog's "time": records are written at the end).
 	End        time.Time
 	Dependency string
+	Tool       string // "" in a CSV
 	Outcome    string
 	Class      string
 	Elapsed    time.Duration
@@ -108,6 +109,7 @@ type jsonRecord struct {
 	Msg        string          `json:"msg"`
 	Event      *string         `json:"event"`
 	Dependency string          `json:"dependency"`
+	Tool       string          `json:"tool"`
 	Outcome    string          `json:"outcome"`
 	ErrorClass string          `json:"error_class"`
 	Verdict    string          `json:"verdict"`
@@ -178,7 +180,7 @@ func (m *jsonRecord) record(line int) (Record, bool, error) {
 	if err != nil {
 		return Record{}, false, &RecordError{Line: line, Problem: fmt.Sprintf("time %q: want RFC 3339", ts)}
 	}
-	rec := Record{End: end, Dependency: m.Dependency, Outcome: m.Outcome, Class: m.ErrorClass}
+	rec := Record{End: end, Dependency: m.Dependency, Tool: m.Tool, Outcome: m.Outcome, Class: m.ErrorClass}
 	for _, f := range []struct {
 		key   string
 		v     any
@@ -333,6 +335,7 @@ func DetectOutages(rs []Record) []Period {
 // they ended) can no longer start in it. A record that starts in a closed bin counts
 // in the oldest open one.
 type outageDetector struct {
+	width   time.Duration // of a bin; 0 means BinWidth
 	bins    map[int64]*outageBin
 	next    int64 // the first bin not closed yet
 	started bool
@@ -349,7 +352,10 @@ type outageBin struct{ n, fails, all int }
 const detectorLag = 30 * time.Minute
 
 func (d *outageDetector) add(r Record) {
-	i := r.Start().UnixNano() / int64(BinWidth)
+	if d.width == 0 {
+		d.width = BinWidth
+	}
+	i := r.Start().UnixNano() / int64(d.width)
 	if !d.started {
 		d.started, d.bins, d.next, d.open = true, map[int64]*outageBin{}, i, -1
 	}
@@ -366,7 +372,7 @@ func (d *outageDetector) add(r Record) {
 			b.fails++
 		}
 	}
-	d.closeBefore(i - int64(detectorLag/BinWidth))
+	d.closeBefore(i - int64(detectorLag/d.width))
 }
 
 // closeBefore closes the bins before bin i.
@@ -387,7 +393,7 @@ func (d *outageDetector) closeBefore(i int64) {
 			d.gap++
 			if d.gap > 1 {
 				end := d.next - d.gap + 1
-				d.out = append(d.out, Period{Start: time.Unix(0, d.open*int64(BinWidth)).UTC(), End: time.Unix(0, end*int64(BinWidth)).UTC()})
+				d.out = append(d.out, Period{Start: time.Unix(0, d.open*int64(d.width)).UTC(), End: time.Unix(0, end*int64(d.width)).UTC()})
 				d.open = -1
 			}
 		}

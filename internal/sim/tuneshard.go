@@ -1,0 +1,176 @@
+package sim
+
+import (
+	"container/heap"
+	"sort"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/classify"
+	"github.com/agentbreaker/agentbreaker/clock"
+)
+
+// shard replays records through its share of the candidates, on a goroutine of its
+// own: the candidates whose index (the base policy's is 0) is w modulo the workers.
+type shard struct {
+	in   chan []tuneRecord
+	done chan struct{}
+	deps []*shardDep
+}
+
+// shardDep is one dependency's breakers in a shard.
+type shardDep struct {
+	outages  []Period
+	bounds   []time.Time // segment i ends at bounds[i]
+	seg      int         // the segment of the latest record
+	cands    []*Candidate
+	breakers []*breaker.Breaker
+	clk      *clock.Fake
+	pending  pendingCalls
+	free     [][]breaker.Permit
+}
+
+// pendingCall is a call whose outcome the shard's breakers wait for.
+type pendingCall struct {
+	end     time.Time
+	report  breaker.Report
+	permits []breaker.Permit // one per breaker; invalid where it refused
+}
+
+type pendingCalls []pendingCall
+
+func (q pendingCalls) Len() int           { return len(q) }
+func (q pendingCalls) Less(i, j int) bool { return q[i].end.Before(q[j].end) }
+func (q pendingCalls) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *pendingCalls) Push(x any)        { *q = append(*q, x.(pendingCall)) }
+func (q *pendingCalls) Pop() any {
+	old := *q
+	c := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return c
+}
+
+func newShard(deps []*DependencyTune, w, workers int) (*shard, error) {
+	sh := &shard{in: make(chan []tuneRecord, 4), done: make(chan struct{})}
+	for _, dt := range deps {
+		sd := &shardDep{outages: dt.Outages, clk: clock.NewFake(dt.Outages[0].Start.Add(-24 * time.Hour))}
+		for i := 1; i < len(dt.Outages); i++ {
+			prev, next := dt.Outages[i-1].End, dt.Outages[i].Start
+			sd.bounds = append(sd.bounds, prev.Add(next.Sub(prev)/2))
+		}
+		for j, c := range append([]*Candidate{dt.Base}, dt.Candidates...) {
+			if j%workers != w {
+				continue
+			}
+			b, err := breaker.New(breaker.Config{Name: dt.Dependency, Policy: c.policy, Clock: sd.clk,
+				OnStateChange: []func(breaker.Event){sd.onTrip(c)}})
+			if err != nil {
+				return nil, err
+			}
+			sd.cands, sd.breakers = append(sd.cands, c), append(sd.breakers, b)
+		}
+		sh.deps = append(sh.deps, sd)
+	}
+	return sh, nil
+}
+
+// segment returns the segment that holds t.
+func (sd *shardDep) segment(t time.Time) int {
+	return sort.Search(len(sd.bounds), func(i int) bool { return t.Before(sd.bounds[i]) })
+}
+
+// onTrip counts c's trips: the first in an outage (or just after its last failures)
+// as its trip, any other outside an outage as false.
+func (sd *shardDep) onTrip(c *Candidate) func(breaker.Event) {
+	return func(ev breaker.Event) {
+		if ev.To != breaker.Open || ev.From != breaker.Closed {
+			return
+		}
+		k := sd.segment(ev.At)
+		o, seg := sd.outages[k], &c.Segments[k]
+		if (Period{Start: o.Start, End: o.End.Add(BinWidth)}).contains(ev.At) {
+			if seg.TripAfterOnset == nil {
+				v := ms(ev.At.Sub(o.Start))
+				seg.TripAfterOnset = &v
+			}
+			return
+		}
+		seg.FalseTrips++
+	}
+}
+
+func (sh *shard) start() {
+	go func() {
+		defer close(sh.done)
+		for batch := range sh.in {
+			for _, r := range batch {
+				sh.deps[r.dep].call(r.Record)
+			}
+		}
+		for _, sd := range sh.deps {
+			sd.settle(time.Time{}, true)
+		}
+	}()
+}
+
+// settle reports the outcomes of the calls that ended by t (all of them when all).
+func (sd *shardDep) settle(t time.Time, all bool) {
+	for sd.pending.Len() > 0 && (all || !sd.pending[0].end.After(t)) {
+		pc := heap.Pop(&sd.pending).(pendingCall)
+		sd.clk.Set(maxTime(sd.clk.Now(), pc.end))
+		for j := range pc.permits {
+			pc.permits[j].ReportAt(pc.end, pc.report)
+		}
+		sd.free = append(sd.free, pc.permits)
+	}
+}
+
+// call asks every breaker for a permit at r's start, after the outcomes of the calls
+// that ended before it.
+func (sd *shardDep) call(r Record) {
+	start := r.Start()
+	sd.settle(start, false)
+	sd.clk.Set(maxTime(sd.clk.Now(), start))
+	for sd.seg < len(sd.bounds) && !start.Before(sd.bounds[sd.seg]) {
+		sd.seg++
+	}
+	down := sd.outages[sd.seg].contains(start)
+	var permits []breaker.Permit
+	if n := len(sd.free); n > 0 {
+		permits, sd.free = sd.free[n-1], sd.free[:n-1]
+	} else {
+		permits = make([]breaker.Permit, len(sd.breakers))
+	}
+	sent := false
+	for j, b := range sd.breakers {
+		p, err := b.AllowAt(start)
+		permits[j] = p
+		seg := &sd.cands[j].Segments[sd.seg]
+		switch {
+		case err != nil && down:
+			seg.Saved++
+		case err != nil:
+			seg.HealthyRefused++
+		case down:
+			seg.DeadSent++
+			sent = true
+		default:
+			sent = true
+		}
+	}
+	if !sent {
+		sd.free = append(sd.free, permits)
+		return
+	}
+	heap.Push(&sd.pending, pendingCall{end: r.End, report: reportOf(r), permits: permits})
+}
+
+func reportOf(r Record) breaker.Report {
+	switch r.Verdict {
+	case classify.Healthy:
+		return breaker.Report{Verdict: breaker.Success}
+	case classify.Counts:
+		return breaker.Report{Verdict: breaker.Failure, RetryAfter: r.RetryAfter}
+	}
+	return breaker.Report{Verdict: breaker.Ignore}
+}
