@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,6 +30,7 @@ func tune(args []string, stdout, stderr io.Writer) error {
 	jsonOut := fs.Bool("json", false, "print JSON instead of text")
 	top := fs.Int("top", 5, "candidates to list per dependency, best first")
 	workers := fs.Int("workers", 0, "goroutines that replay the candidates (default: GOMAXPROCS)")
+	month := fs.String("month", "", "instead of RECORDS, tune the month that generate -seed SEED writes (in a temporary file)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: agentbreaker tune [flags] RECORDS\n\nReads recorded calls (the plugin's JSON log, or a CSV of\ntimestamp,dependency,outcome,latency_ms) twice, streaming, and replays %d\ncandidate policies and the plugin's default through real breakers. Recommends,\nper dependency with at least %d outages, the candidate that holds when each\noutage is left out in turn, with a tool timeout and adaptive-limit bounds from\nthe healthy calls. Never recommends what lint warns about.\n\n",
 			len(sim.DefaultTuneGrid.Policies(breaker.Policy{})), sim.MinOutages)
@@ -37,14 +39,18 @@ func tune(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || fs.Arg(0) == "-" {
-		return usageErrorf("want one records file (tune reads it twice: not standard input), got %q", fs.Args())
-	}
 	if *top < 0 || *workers < 0 {
 		return usageErrorf("-top %d, -workers %d: want 0 or more", *top, *workers)
 	}
-	name := fs.Arg(0)
-	res, err := sim.Tune(func() (io.ReadCloser, error) { return os.Open(name) },
+	name, err := tuneInput(fs, *month)
+	if err != nil {
+		return err
+	}
+	if *month != "" {
+		defer os.RemoveAll(filepath.Dir(name))
+	}
+	var res *sim.TuneResult
+	res, err = sim.Tune(func() (io.ReadCloser, error) { return os.Open(name) },
 		sim.TuneConfig{Base: dependencymap.DefaultToolPolicy, Allowed: lintPolicy(), Workers: *workers})
 	if err != nil {
 		return recordsError(name, err)
@@ -58,11 +64,47 @@ func tune(args []string, stdout, stderr io.Writer) error {
 	} else {
 		writeTune(stdout, res, *top)
 	}
-	return tuneOutputs(res, name, *out, *png, stdout)
+	records := filepath.Base(name)
+	if *month != "" {
+		records = "generate -seed " + *month
+	}
+	return tuneOutputs(res, records, *out, *png, stdout)
+}
+
+// tuneInput returns the records file to tune: the argument, or with -month a month of
+// generated calls in a temporary directory (the caller removes it).
+func tuneInput(fs *flag.FlagSet, month string) (string, error) {
+	switch {
+	case month == "" && (fs.NArg() != 1 || fs.Arg(0) == "-"):
+		return "", usageErrorf("want one records file (tune reads it twice: not standard input), got %q", fs.Args())
+	case month == "":
+		return fs.Arg(0), nil
+	case fs.NArg() > 0:
+		return "", usageErrorf("-month %s: want no records file with it, got %q", month, fs.Args())
+	}
+	seed, err := strconv.ParseUint(month, 10, 64)
+	if err != nil {
+		return "", usageErrorf("-month %q: want a seed, a whole number", month)
+	}
+	dir, err := os.MkdirTemp("", "agentbreaker-month")
+	if err != nil {
+		return "", err
+	}
+	name := filepath.Join(dir, "month.jsonl")
+	f, err := os.Create(name)
+	if err == nil {
+		_, err = sim.Generate(f, sim.GenerateConfig{Seed: seed})
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return name, nil
 }
 
 // tuneOutputs writes the plot and the dependency file, and checks the file with lint.
-func tuneOutputs(res *sim.TuneResult, name, out, png string, stdout io.Writer) error {
+func tuneOutputs(res *sim.TuneResult, records, out, png string, stdout io.Writer) error {
 	tuned := 0
 	for _, dt := range res.Dependencies {
 		if dt.Best >= 0 {
@@ -70,7 +112,7 @@ func tuneOutputs(res *sim.TuneResult, name, out, png string, stdout io.Writer) e
 		}
 	}
 	if tuned == 0 {
-		fmt.Fprintf(stdout, "no recommendation: %s\n", strings.Join(noRecommendation(res), "; "))
+		fmt.Fprintln(stdout, "no dependency has a recommendation")
 		return errProblems
 	}
 	if png != "" {
@@ -81,21 +123,14 @@ func tuneOutputs(res *sim.TuneResult, name, out, png string, stdout io.Writer) e
 	if out == "" {
 		return nil
 	}
-	if err := os.WriteFile(out, []byte(tunedFile(res, filepath.Base(name))), 0o644); err != nil {
+	if err := os.WriteFile(out, []byte(tunedFile(res, records)), 0o644); err != nil {
 		return err
 	}
 	if found, err := lintFile(out); err != nil || len(found) > 0 {
 		return fmt.Errorf("%s: lint finds %v (a bug in tune: please report it)", out, append(found, fmt.Sprint(err)))
 	}
+	fmt.Fprintf(stdout, "wrote %s: lint finds nothing in it\n", out)
 	return nil
-}
-
-func noRecommendation(res *sim.TuneResult) []string {
-	var why []string
-	for _, dt := range res.Dependencies {
-		why = append(why, dt.Dependency+": "+dt.NoRecommendation)
-	}
-	return why
 }
 
 // recordsError names the file, and the line and column of a bad record.
