@@ -25,7 +25,7 @@ import (
 func tune(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("o", "", "write the recommended dependency file (YAML) here")
+	out := fs.String("o", "", "write the recommended dependency file (YAML) here (\"-\": standard output)")
 	png := fs.String("png", "", "write the trade-off plot (PNG) here")
 	jsonOut := fs.Bool("json", false, "print JSON instead of text")
 	top := fs.Int("top", 5, "candidates to list per dependency, best first")
@@ -123,13 +123,16 @@ func tuneOutputs(res *sim.TuneResult, records, out, png string, stdout io.Writer
 	if out == "" {
 		return nil
 	}
-	if err := os.WriteFile(out, []byte(tunedFile(res, records)), 0o644); err != nil {
+	text := tunedFile(res, records)
+	if err := lintText(text); err != nil {
+		return fmt.Errorf("lint finds %v in the file tune wrote (a bug in tune: please report it)", err)
+	}
+	if err := writeTo(out, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
 		return err
 	}
-	if found, err := lintFile(out); err != nil || len(found) > 0 {
-		return fmt.Errorf("%s: lint finds %v (a bug in tune: please report it)", out, append(found, fmt.Sprint(err)))
+	if out != "-" {
+		fmt.Fprintf(stdout, "wrote %s: lint finds nothing in it\n", out)
 	}
-	fmt.Fprintf(stdout, "wrote %s: lint finds nothing in it\n", out)
 	return nil
 }
 
@@ -150,37 +153,37 @@ func lintPolicy() func(breaker.Policy) error {
 	seen := map[string]error{}
 	return func(p breaker.Policy) error {
 		text := policyYAML(p, "      ")
-		if err, ok := seen[text]; ok {
-			return err
+		if _, ok := seen[text]; !ok {
+			seen[text] = lintText("dependencies:\n  candidate:\n    tools: [t]\n    policy:\n" + text)
 		}
-		dir, err := os.MkdirTemp("", "agentbreaker-tune")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		path := filepath.Join(dir, "candidate.yaml")
-		if err = os.WriteFile(path, []byte("dependencies:\n  candidate:\n    tools: [t]\n    policy:\n"+text), 0o644); err == nil {
-			var found []string
-			if found, err = lintFile(path); err == nil && len(found) > 0 {
-				err = errors.New(strings.Join(found, "; "))
-			}
-		}
-		seen[text] = err
-		return err
+		return seen[text]
 	}
 }
 
-// lintFile runs lint's checks on a dependency file and returns what they find.
-func lintFile(path string) ([]string, error) {
+// lintText runs lint's checks on a dependency file's text: an error says what they
+// find.
+func lintText(text string) error {
+	dir, err := os.MkdirTemp("", "agentbreaker-tune")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "deps.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return err
+	}
 	d, err := depfile.Read(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var found []string
 	for _, f := range lintDeps(d, nil) {
-		found = append(found, f.String())
+		found = append(found, strings.TrimPrefix(f.String(), path+":"))
 	}
-	return found, nil
+	if len(found) > 0 {
+		return errors.New(strings.Join(found, "; "))
+	}
+	return nil
 }
 
 // policyYAML writes the fields of p that tune chooses, indented.
