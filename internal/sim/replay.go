@@ -434,20 +434,14 @@ type ReplayResult struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// Replay runs the records of one dependency through a real breaker with policy p on the
-// simulator's event loop: each call asks for a permit at its start and reports its
-// recorded verdict at its end. The traffic is taken as given: a call the breaker
-// refuses is assumed to have been made anyway (the model does not re-issue differently),
-// and a refused call's recorded outcome is not reported.
+// Replay runs the records of one dependency through a real breaker with policy p, as
+// Tune replays its candidates: each call asks for a permit at its start and reports
+// its recorded verdict at its end. The traffic is taken as given: a call the breaker
+// refuses is assumed to have been made anyway (the model does not re-issue
+// differently), and a refused call's recorded outcome is not reported.
 func Replay(rs []Record, dependency string, p breaker.Policy, outages []Period) (*ReplayResult, error) {
-	p = simPolicy(p)
-	var mine []Record
-	for _, r := range rs {
-		if r.Dependency == dependency {
-			mine = append(mine, r)
-		}
-	}
-	res := &ReplayResult{Dependency: dependency, Policy: policyInfo(p), Calls: len(mine), Outages: outages,
+	mine := filter(rs, dependency)
+	res := &ReplayResult{Dependency: dependency, Policy: policyInfo(simPolicy(p)), Calls: len(mine), Outages: outages,
 		TripAfterOnset: make([]*float64, len(outages)), Trips: []time.Time{}}
 	if len(mine) == 0 {
 		return res, nil
@@ -456,65 +450,26 @@ func Replay(rs []Record, dependency string, p breaker.Policy, outages []Period) 
 		res.Warning = "no successful call in the records: agentbreaker logs successes at debug level, " +
 			"so a log kept at info level holds only failures and every policy looks like it should trip"
 	}
-	e := newEngine(mine[0].Start())
-	b, err := breaker.New(breaker.Config{Name: dependency, Policy: p, Clock: e.clk,
-		OnStateChange: []func(breaker.Event){func(ev breaker.Event) {
-			if ev.To != breaker.Open || ev.From == breaker.HalfOpen || ev.From == breaker.Open {
-				return
-			}
-			res.Trips = append(res.Trips, ev.At)
-			for i, o := range outages {
-				// A trip on the outage's last failures, reported just after it, is no false trip.
-				if (Period{Start: o.Start, End: o.End.Add(BinWidth)}).contains(ev.At) {
-					if res.TripAfterOnset[i] == nil {
-						v := ms(ev.At.Sub(o.Start))
-						res.TripAfterOnset[i] = &v
-					}
-					return
-				}
-			}
-			res.FalseTrips++
-		}}})
+	dt := &DependencyTune{Dependency: dependency, Outages: outages, from: mine[0].Start()}
+	if len(outages) == 0 {
+		dt.Outages = []Period{{}} // one segment, with an outage at no time
+	}
+	dt.Base = &Candidate{policy: simPolicy(p), Segments: make([]Segment, len(dt.Outages))}
+	sh, err := newShard([]*DependencyTune{dt}, 0, 1)
 	if err != nil {
 		return nil, err
 	}
-	inOutage := func(t time.Time) bool {
-		for _, o := range outages {
-			if o.contains(t) {
-				return true
-			}
-		}
-		return false
+	for _, r := range sortRecords(slices.Clone(mine)) {
+		sh.deps[0].call(r)
 	}
-	for _, r := range mine {
-		r := r
-		e.at(r.Start(), func() {
-			permit, err := b.Allow()
-			down := inOutage(r.Start())
-			if err != nil {
-				if down {
-					res.OutageCallsSaved++
-				} else {
-					res.HealthyRejected++
-				}
-				return
-			}
-			if down {
-				res.OutageCallsSent++
-			}
-			e.at(r.End, func() {
-				switch r.Verdict {
-				case classify.Healthy:
-					permit.Success()
-				case classify.Counts:
-					permit.Failure()
-				default:
-					permit.Ignore()
-				}
-			})
-		})
+	sh.deps[0].settle(time.Time{}, true)
+	c := dt.Base
+	res.Trips = append(res.Trips, c.trips...)
+	for i := range outages {
+		res.TripAfterOnset[i] = c.Segments[i].TripAfterOnset
 	}
-	e.run(mine[len(mine)-1].End.Add(time.Second), nil)
+	t := c.without(-1)
+	res.OutageCallsSent, res.OutageCallsSaved, res.FalseTrips, res.HealthyRejected = t.DeadSent, t.Saved, t.FalseTrips, t.HealthyRefused
 	return res, nil
 }
 

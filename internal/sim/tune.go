@@ -109,6 +109,7 @@ type Candidate struct {
 	Refused string `json:"refused,omitempty"`
 
 	policy breaker.Policy
+	trips  []time.Time // the instants it opened from closed
 }
 
 // without is c's total over every segment but k (-1: all of them).
@@ -202,6 +203,8 @@ type DependencyTune struct {
 	HeldOut     Segment `json:"held_out"`
 	BaseHeldOut Segment `json:"base_held_out"`
 	Sizing      Sizing  `json:"sizing"`
+
+	from time.Time // the first call's start
 }
 
 // TuneResult is Tune's answer.
@@ -227,7 +230,7 @@ func Tune(open func() (io.ReadCloser, error), cfg TuneConfig) (*TuneResult, erro
 	var replayed []*DependencyTune
 	for _, dep := range sortedDeps(stats) {
 		st := stats[dep]
-		dt := DependencyTune{Dependency: dep, Calls: st.calls, Tools: slices.Sorted(maps.Keys(st.tools)), Outages: st.outages, Best: -1}
+		dt := DependencyTune{Dependency: dep, Calls: st.calls, Tools: slices.Sorted(maps.Keys(st.tools)), Outages: st.outages, Best: -1, from: st.first}
 		if len(st.outages) < MinOutages {
 			dt.NoRecommendation = fmt.Sprintf("%d outage(s) in the records; tune needs at least %d: one to fit on "+
 				"and one to check the fit on (record longer, or through more incidents)", len(st.outages), MinOutages)

@@ -27,22 +27,29 @@ type shardDep struct {
 	breakers []*breaker.Breaker
 	clk      *clock.Fake
 	pending  pendingCalls
+	seq      uint64
 	free     [][]breaker.Permit
 }
 
 // pendingCall is a call whose outcome the shard's breakers wait for.
 type pendingCall struct {
 	end     time.Time
+	seq     uint64 // the order of the calls' starts, for calls that end together
 	report  breaker.Report
 	permits []breaker.Permit // one per breaker; invalid where it refused
 }
 
 type pendingCalls []pendingCall
 
-func (q pendingCalls) Len() int           { return len(q) }
-func (q pendingCalls) Less(i, j int) bool { return q[i].end.Before(q[j].end) }
-func (q pendingCalls) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *pendingCalls) Push(x any)        { *q = append(*q, x.(pendingCall)) }
+func (q pendingCalls) Len() int { return len(q) }
+func (q pendingCalls) Less(i, j int) bool {
+	if !q[i].end.Equal(q[j].end) {
+		return q[i].end.Before(q[j].end)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q pendingCalls) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *pendingCalls) Push(x any)   { *q = append(*q, x.(pendingCall)) }
 func (q *pendingCalls) Pop() any {
 	old := *q
 	c := old[len(old)-1]
@@ -53,7 +60,7 @@ func (q *pendingCalls) Pop() any {
 func newShard(deps []*DependencyTune, w, workers int) (*shard, error) {
 	sh := &shard{in: make(chan []tuneRecord, 4), done: make(chan struct{})}
 	for _, dt := range deps {
-		sd := &shardDep{outages: dt.Outages, clk: clock.NewFake(dt.Outages[0].Start.Add(-24 * time.Hour))}
+		sd := &shardDep{outages: dt.Outages, clk: clock.NewFake(dt.from)}
 		for i := 1; i < len(dt.Outages); i++ {
 			prev, next := dt.Outages[i-1].End, dt.Outages[i].Start
 			sd.bounds = append(sd.bounds, prev.Add(next.Sub(prev)/2))
@@ -86,6 +93,7 @@ func (sd *shardDep) onTrip(c *Candidate) func(breaker.Event) {
 		if ev.To != breaker.Open || ev.From != breaker.Closed {
 			return
 		}
+		c.trips = append(c.trips, ev.At)
 		k := sd.segment(ev.At)
 		o, seg := sd.outages[k], &c.Segments[k]
 		if (Period{Start: o.Start, End: o.End.Add(BinWidth)}).contains(ev.At) {
@@ -113,9 +121,10 @@ func (sh *shard) start() {
 	}()
 }
 
-// settle reports the outcomes of the calls that ended by t (all of them when all).
+// settle reports the outcomes of the calls that ended before t (all of them when
+// all): a call that starts as another ends is asked about first.
 func (sd *shardDep) settle(t time.Time, all bool) {
-	for sd.pending.Len() > 0 && (all || !sd.pending[0].end.After(t)) {
+	for sd.pending.Len() > 0 && (all || sd.pending[0].end.Before(t)) {
 		pc := heap.Pop(&sd.pending).(pendingCall)
 		sd.clk.Set(maxTime(sd.clk.Now(), pc.end))
 		for j := range pc.permits {
@@ -162,7 +171,8 @@ func (sd *shardDep) call(r Record) {
 		sd.free = append(sd.free, permits)
 		return
 	}
-	heap.Push(&sd.pending, pendingCall{end: r.End, report: reportOf(r), permits: permits})
+	sd.seq++
+	heap.Push(&sd.pending, pendingCall{end: r.End, seq: sd.seq, report: reportOf(r), permits: permits})
 }
 
 func reportOf(r Record) breaker.Report {
