@@ -168,3 +168,17 @@ func BenchmarkTune(b *testing.B) {
 	b.ReportMetric(float64(res.Records), "records")
 	b.ReportMetric(float64(len(DefaultTuneGrid.Policies(breaker.Policy{}))+1), "policies")
 }
+
+// TestReadRecordsIgnoresUnknownKeys reads a shadow-mode record (a would-refuse marker
+// beside the call's outcome) as the call it is, and its stated delay.
+func TestReadRecordsIgnoresUnknownKeys(t *testing.T) {
+	line := `{"time":"2026-03-01T09:00:00Z","event":"call_outcome","dependency":"crm","tool":"lookup_customer","outcome":"FAILED",` +
+		`"error_class":"http_429","elapsed_ms":20,"retry_after":30000000000,"shadow":true,"would_refuse":{"control":"breaker"}}` + "\n"
+	rs, err := ReadRecords(strings.NewReader(line))
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("%v, %d records", err, len(rs))
+	}
+	if r := rs[0]; r.Tool != "lookup_customer" || r.RetryAfter != 30*time.Second || r.Elapsed != 20*time.Millisecond {
+		t.Errorf("%+v", r)
+	}
+}
