@@ -204,7 +204,8 @@ type DependencyTune struct {
 	BaseHeldOut Segment `json:"base_held_out"`
 	Sizing      Sizing  `json:"sizing"`
 
-	from time.Time // the first call's start
+	from time.Time     // the first call's start
+	bin  time.Duration // the width of the bins its outages were found in
 }
 
 // TuneResult is Tune's answer.
@@ -230,7 +231,7 @@ func Tune(open func() (io.ReadCloser, error), cfg TuneConfig) (*TuneResult, erro
 	var replayed []*DependencyTune
 	for _, dep := range sortedDeps(stats) {
 		st := stats[dep]
-		dt := DependencyTune{Dependency: dep, Calls: st.calls, Tools: slices.Sorted(maps.Keys(st.tools)), Outages: st.outages, Best: -1, from: st.first}
+		dt := DependencyTune{Dependency: dep, Calls: st.calls, Tools: slices.Sorted(maps.Keys(st.tools)), Outages: st.outages, Best: -1, from: st.first, bin: st.bin}
 		if len(st.outages) < MinOutages {
 			dt.NoRecommendation = fmt.Sprintf("%d outage(s) in the records; tune needs at least %d: one to fit on "+
 				"and one to check the fit on (record longer, or through more incidents)", len(st.outages), MinOutages)
@@ -303,6 +304,7 @@ type depStats struct {
 	tools      map[string]bool  // at most maxTools
 	detectors  []outageDetector // one per width of detectorWidths
 	outages    []Period
+	bin        time.Duration // of the detector that found them
 	first      time.Time
 	last       time.Time
 	maxElapsed time.Duration
@@ -373,6 +375,7 @@ func (st *depStats) incidents() []Period {
 			st.detectors[j].finish() // nothing to keep
 		}
 	}
+	st.bin = detectorWidths[i]
 	return joinOutages(st.detectors[i].finish(), IncidentGap)
 }
 

@@ -26,9 +26,12 @@ type shardDep struct {
 	cands    []*Candidate
 	breakers []*breaker.Breaker
 	clk      *clock.Fake
-	pending  pendingCalls
-	seq      uint64
-	free     [][]breaker.Permit
+	// grace widens each outage for its trips: a trip a bin before it or after it is
+	// on its failures, not false (Replay: none before, 10 s after).
+	grace   time.Duration
+	pending pendingCalls
+	seq     uint64
+	free    [][]breaker.Permit
 }
 
 // pendingCall is a call whose outcome the shard's breakers wait for.
@@ -60,7 +63,7 @@ func (q *pendingCalls) Pop() any {
 func newShard(deps []*DependencyTune, w, workers int) (*shard, error) {
 	sh := &shard{in: make(chan []tuneRecord, 4), done: make(chan struct{})}
 	for _, dt := range deps {
-		sd := &shardDep{outages: dt.Outages, clk: clock.NewFake(dt.from)}
+		sd := &shardDep{outages: dt.Outages, clk: clock.NewFake(dt.from), grace: dt.bin}
 		for i := 1; i < len(dt.Outages); i++ {
 			prev, next := dt.Outages[i-1].End, dt.Outages[i].Start
 			sd.bounds = append(sd.bounds, prev.Add(next.Sub(prev)/2))
@@ -96,7 +99,7 @@ func (sd *shardDep) onTrip(c *Candidate) func(breaker.Event) {
 		c.trips = append(c.trips, ev.At)
 		k := sd.segment(ev.At)
 		o, seg := sd.outages[k], &c.Segments[k]
-		if (Period{Start: o.Start, End: o.End.Add(BinWidth)}).contains(ev.At) {
+		if (Period{Start: o.Start.Add(-sd.grace), End: o.End.Add(max(sd.grace, BinWidth))}).contains(ev.At) {
 			if seg.TripAfterOnset == nil {
 				v := ms(ev.At.Sub(o.Start))
 				seg.TripAfterOnset = &v
