@@ -27,6 +27,7 @@ func tune(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "write the recommended dependency file (YAML) here (\"-\": standard output)")
 	png := fs.String("png", "", "write the trade-off plot (PNG) here")
+	timeouts := fs.String("timeouts", "", "write the recommended tool timeouts here, as lint -timeouts reads them")
 	jsonOut := fs.Bool("json", false, "print JSON instead of text")
 	top := fs.Int("top", 5, "candidates to list per dependency, best first")
 	workers := fs.Int("workers", 0, "goroutines that replay the candidates (default: GOMAXPROCS)")
@@ -68,7 +69,10 @@ func tune(args []string, stdout, stderr io.Writer) error {
 	if *month != "" {
 		records = "generate -seed " + *month
 	}
-	return tuneOutputs(res, records, *out, *png, stdout)
+	if err := tuneOutputs(res, records, *out, *png, stdout); err != nil || *timeouts == "" {
+		return err
+	}
+	return writeTo(*timeouts, stdout, func(w io.Writer) error { _, err := io.WriteString(w, tunedTimeouts(res, records)); return err })
 }
 
 // tuneInput returns the records file to tune: the argument, or with -month a month of
@@ -218,6 +222,21 @@ func tunedFile(res *sim.TuneResult, records string) string {
 			dt.Dependency, s.Timeout, s.P995.Round(time.Millisecond), strings.Join(tools, ", "),
 			policyYAML(sim.PolicyOf(c), "      "), (max(time.Second, roundUpSecond(s.Timeout))).String())
 		fmt.Fprintf(&b, "    adaptive:\n      min_limit: %d\n      max_limit: %d\n", s.MinLimit, s.MaxLimit)
+	}
+	return b.String()
+}
+
+// tunedTimeouts is the timeouts file of res's recommendations: each tool's timeout,
+// one attempt.
+func tunedTimeouts(res *sim.TuneResult, records string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by agentbreaker tune from %s: %s.\ntools:\n", records, sim.TimeoutRule)
+	for _, dt := range res.Dependencies {
+		for _, tool := range dt.Tools {
+			if dt.Best >= 0 {
+				fmt.Fprintf(&b, "  %s: {timeout: %v, attempts: 1}\n", tool, dt.Sizing.Timeout)
+			}
+		}
 	}
 	return b.String()
 }

@@ -16,11 +16,11 @@ import (
 // map builds from it, and the plot is a PNG.
 func TestTuneWritesAFileLintPasses(t *testing.T) {
 	dir := t.TempDir()
-	records, deps, plot := filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "deps.yaml"), filepath.Join(dir, "t.png")
+	records, deps, plot, timeouts := filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "deps.yaml"), filepath.Join(dir, "t.png"), filepath.Join(dir, "timeouts.yaml")
 	if code, _, errOut := runCmd(t, "generate", "-days", "6", "-outages", "3", "-rate", "0.15", "-seed", "5", "-o", records); code != 0 {
 		t.Fatalf("generate: exit %d: %s", code, errOut)
 	}
-	code, out, errOut := runCmd(t, "tune", "-o", deps, "-png", plot, records)
+	code, out, errOut := runCmd(t, "tune", "-o", deps, "-png", plot, "-timeouts", timeouts, records)
 	if code != 0 {
 		t.Fatalf("tune: exit %d: %s%s", code, out, errOut)
 	}
@@ -29,8 +29,11 @@ func TestTuneWritesAFileLintPasses(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if code, out, errOut := runCmd(t, "lint", "-strict", deps); code != 0 || !strings.HasSuffix(out, ": ok\n") {
+	if code, out, errOut := runCmd(t, "lint", "-strict", "-timeouts", timeouts, deps); code != 0 || !strings.HasSuffix(out, ": ok\n") {
 		t.Errorf("lint: exit %d: %s%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(timeouts); err != nil || !strings.Contains(string(b), "  lookup_customer: {timeout: ") {
+		t.Errorf("timeouts file: %v\n%s", err, b)
 	}
 	cfg, err := depfile.Load(deps)
 	if err != nil {
