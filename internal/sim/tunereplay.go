@@ -2,6 +2,8 @@ package sim
 
 import (
 	"container/heap"
+	"io"
+	"runtime"
 	"sort"
 	"time"
 
@@ -186,4 +188,131 @@ func reportOf(r Record) breaker.Report {
 		return breaker.Report{Verdict: breaker.Failure, RetryAfter: r.RetryAfter}
 	}
 	return breaker.Report{Verdict: breaker.Ignore}
+}
+
+// tuneReplay is the second pass: records in order of start through every candidate's
+// breaker, the candidates shared out among workers.
+func tuneReplay(open func() (io.ReadCloser, error), src int, stats map[string]*depStats, deps []*DependencyTune, cfg TuneConfig) error {
+	policies := append([]breaker.Policy{cfg.Base}, cfg.Grid.Policies(cfg.Base)...)
+	workers := max(1, min(cmp0(cfg.Workers, runtime.GOMAXPROCS(0)), len(policies)))
+	index := map[string]int{}
+	var lag time.Duration
+	for i, dt := range deps {
+		index[dt.Dependency] = i
+		lag = max(lag, stats[dt.Dependency].maxElapsed)
+		for _, p := range policies {
+			c := &Candidate{Policy: policyInfo(simPolicy(p)), policy: simPolicy(p), Segments: make([]Segment, len(dt.Outages))}
+			if cfg.Allowed != nil && dt.Base != nil {
+				if err := cfg.Allowed(p); err != nil {
+					c.Refused = err.Error()
+				}
+			}
+			if dt.Base == nil {
+				dt.Base = c
+			} else {
+				dt.Candidates = append(dt.Candidates, c)
+			}
+		}
+	}
+	shards := make([]*shard, workers)
+	for w := range shards {
+		sh, err := newShard(deps, w, workers)
+		if err != nil {
+			return err
+		}
+		shards[w] = sh
+	}
+	err := streamInOrder(open, src, lag, index, func(r Record, dep int) {
+		dt := deps[dep]
+		if !inAny(dt.Outages, r.Start()) && r.Verdict == classify.Healthy {
+			stats[dt.Dependency].latency.add(r.Elapsed)
+		}
+	}, shards)
+	for _, dt := range deps {
+		for _, c := range append([]*Candidate{dt.Base}, dt.Candidates...) {
+			c.Total = c.without(-1)
+		}
+	}
+	return err
+}
+
+func cmp0(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
+}
+
+func inAny(ps []Period, t time.Time) bool {
+	i := sort.Search(len(ps), func(i int) bool { return ps[i].End.After(t) })
+	return i < len(ps) && ps[i].contains(t)
+}
+
+// byStart orders the records waiting to be replayed.
+type byStart []tuneRecord
+
+type tuneRecord struct {
+	Record
+	dep int
+}
+
+func (q byStart) Len() int           { return len(q) }
+func (q byStart) Less(i, j int) bool { return q[i].Start().Before(q[j].Start()) }
+func (q byStart) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *byStart) Push(x any)        { *q = append(*q, x.(tuneRecord)) }
+func (q *byStart) Pop() any {
+	old := *q
+	r := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return r
+}
+
+// batchSize is how many records go to the workers at once.
+const batchSize = 4096
+
+// streamInOrder reads the records of source src and of the dependencies in index, and
+// hands them to every shard in order of start, in batches. Records arrive in about the
+// order they ended, so one that started more than lag (the longest call) before the
+// latest end can be released: no later record starts before it. each sees every
+// record first, in the same order.
+func streamInOrder(open func() (io.ReadCloser, error), src int, lag time.Duration, index map[string]int,
+	each func(Record, int), shards []*shard) error {
+	for _, sh := range shards {
+		sh.start()
+	}
+	var q byStart
+	var latest time.Time
+	batch := make([]tuneRecord, 0, batchSize)
+	release := func(r tuneRecord) {
+		each(r.Record, r.dep)
+		if batch = append(batch, r); len(batch) == batchSize {
+			for _, sh := range shards {
+				sh.in <- batch
+			}
+			batch = make([]tuneRecord, 0, batchSize)
+		}
+	}
+	err := scanFile(open, func(r Record, s int) error {
+		dep, ok := index[r.Dependency]
+		if s != src || !ok {
+			return nil
+		}
+		heap.Push(&q, tuneRecord{r, dep})
+		latest = maxTime(latest, r.End)
+		for q.Len() > 0 && q[0].Start().Before(latest.Add(-lag)) {
+			release(heap.Pop(&q).(tuneRecord))
+		}
+		return nil
+	})
+	for q.Len() > 0 {
+		release(heap.Pop(&q).(tuneRecord))
+	}
+	for _, sh := range shards {
+		sh.in <- batch
+		close(sh.in)
+	}
+	for _, sh := range shards {
+		<-sh.done
+	}
+	return err
 }
