@@ -40,8 +40,11 @@ func tune(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *top < 0 || *workers < 0 {
-		return usageErrorf("-top %d, -workers %d: want 0 or more", *top, *workers)
+	if *top < 0 {
+		return usageErrorf("-top %d: want 0 or more", *top)
+	}
+	if *workers < 0 {
+		return usageErrorf("-workers %d: want 0 (GOMAXPROCS) or more", *workers)
 	}
 	name, err := tuneInput(fs, *month)
 	if err != nil {
@@ -69,7 +72,7 @@ func tune(args []string, stdout, stderr io.Writer) error {
 	if *month != "" {
 		records = "generate -seed " + *month
 	}
-	if err := tuneOutputs(res, records, *out, *png, stdout); err != nil || *timeouts == "" {
+	if err := tuneOutputs(res, records, *out, *png, stdout, *jsonOut); err != nil || *timeouts == "" {
 		return err
 	}
 	return writeTo(*timeouts, stdout, func(w io.Writer) error { _, err := io.WriteString(w, tunedTimeouts(res, records)); return err })
@@ -108,7 +111,7 @@ func tuneInput(fs *flag.FlagSet, month string) (string, error) {
 }
 
 // tuneOutputs writes the plot and the dependency file, and checks the file with lint.
-func tuneOutputs(res *sim.TuneResult, records, out, png string, stdout io.Writer) error {
+func tuneOutputs(res *sim.TuneResult, records, out, png string, stdout io.Writer, quiet bool) error {
 	tuned := 0
 	for _, dt := range res.Dependencies {
 		if dt.Best >= 0 {
@@ -116,7 +119,9 @@ func tuneOutputs(res *sim.TuneResult, records, out, png string, stdout io.Writer
 		}
 	}
 	if tuned == 0 {
-		fmt.Fprintln(stdout, "no dependency has a recommendation")
+		if !quiet { // JSON says it already
+			fmt.Fprintln(stdout, "no dependency has a recommendation")
+		}
 		return errProblems
 	}
 	if png != "" {
@@ -134,7 +139,7 @@ func tuneOutputs(res *sim.TuneResult, records, out, png string, stdout io.Writer
 	if err := writeTo(out, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
 		return err
 	}
-	if out != "-" {
+	if out != "-" && !quiet {
 		fmt.Fprintf(stdout, "wrote %s: lint finds nothing in it\n", out)
 	}
 	return nil

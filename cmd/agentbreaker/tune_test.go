@@ -57,6 +57,9 @@ func TestTuneWritesAFileLintPasses(t *testing.T) {
 }
 
 func TestTuneRefusesTooLittleEvidence(t *testing.T) {
+	if code, out, _ := runCmd(t, "tune", "-json", "../../examples/data/calls.jsonl"); code != 1 || !strings.HasSuffix(out, "}\n") {
+		t.Errorf("-json: exit %d, output not JSON alone:\n%s", code, out)
+	}
 	code, out, _ := runCmd(t, "tune", "-o", filepath.Join(t.TempDir(), "deps.yaml"), "../../examples/data/calls.jsonl")
 	if code != 1 || !strings.Contains(out, "crm: 800 calls, 1 outage(s)\n  no recommendation: 1 outage(s) in the records; tune needs at least 2") {
 		t.Errorf("exit %d:\n%s", code, out)
@@ -71,7 +74,9 @@ func TestTuneAndGenerateUsageErrors(t *testing.T) {
 	}{
 		{"no records", []string{"tune"}, "want one records file"},
 		{"stdin", []string{"tune", "-"}, "not standard input"},
-		{"top", []string{"tune", "-top", "-1", "x.jsonl"}, "-top -1"},
+		{"top", []string{"tune", "-top", "-1", "x.jsonl"}, "-top -1: want 0 or more"},
+		{"workers", []string{"tune", "-workers", "-2", "x.jsonl"}, "-workers -2"},
+		{"bad flag", []string{"tune", "-sweep", "x.jsonl"}, "-sweep"},
 		{"month", []string{"tune", "-month", "soon"}, `-month "soon": want a seed`},
 		{"month and file", []string{"tune", "-month", "1", "x.jsonl"}, "want no records file"},
 		{"days", []string{"generate", "-days", "0"}, "-days 0: want 1 to 366"},
