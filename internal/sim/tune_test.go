@@ -47,6 +47,23 @@ func TestTuneRefusesWithOneOutage(t *testing.T) {
 	}
 }
 
+// TestTuneRefusesRecordsOutOfOrder: the second pass streams, so a file whose calls
+// are far out of order is an error that says to sort it, not a silent misreplay.
+func TestTuneRefusesRecordsOutOfOrder(t *testing.T) {
+	var b bytes.Buffer
+	if _, err := Generate(&b, GenerateConfig{Days: 4, Outages: 2, Rate: 0.15, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(b.String(), "\n")
+	half := len(lines) / 2
+	swapped := strings.Join(append(lines[half:], lines[:half]...), "")
+	open := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(swapped)), nil }
+	_, err := Tune(open, TuneConfig{})
+	if err == nil || !strings.Contains(err.Error(), "sort the file by time") {
+		t.Errorf("error %v, want one that says to sort the file", err)
+	}
+}
+
 // TestTuneBeatsTheDefaultHeldOut checks the promise of docs/tuning.md on a smaller
 // recording: on the outages each fold did not fit, the folds' choices send fewer
 // calls to the dead dependency than the plugin's default policy.

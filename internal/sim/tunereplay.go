@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"fmt"
 	"io"
 	"runtime"
 	"sort"
@@ -281,9 +282,10 @@ func streamInOrder(open func() (io.ReadCloser, error), src int, lag time.Duratio
 		sh.start()
 	}
 	var q byStart
-	var latest time.Time
+	var latest, released time.Time
 	batch := make([]tuneRecord, 0, batchSize)
 	release := func(r tuneRecord) {
+		released = r.Start()
 		each(r.Record, r.dep)
 		if batch = append(batch, r); len(batch) == batchSize {
 			for _, sh := range shards {
@@ -296,6 +298,9 @@ func streamInOrder(open func() (io.ReadCloser, error), src int, lag time.Duratio
 		dep, ok := index[r.Dependency]
 		if s != src || !ok {
 			return nil
+		}
+		if r.Start().Before(released) {
+			return outOfOrder(r, released)
 		}
 		heap.Push(&q, tuneRecord{r, dep})
 		latest = maxTime(latest, r.End)
@@ -315,4 +320,12 @@ func streamInOrder(open func() (io.ReadCloser, error), src int, lag time.Duratio
 		<-sh.done
 	}
 	return err
+}
+
+// outOfOrder is the error for record r, read after a call that started at after was
+// taken: tune streams, so it needs the records about in the order they were logged.
+func outOfOrder(r Record, after time.Time) error {
+	return fmt.Errorf("sim: records out of order: a call to %s that started at %s comes after a call that started at %s; "+
+		"tune reads the records in the order they were logged, by end: sort the file by time",
+		r.Dependency, r.Start().Format(time.RFC3339Nano), after.Format(time.RFC3339Nano))
 }

@@ -29,7 +29,11 @@ const maxTools = 100
 func tuneStats(open func() (io.ReadCloser, error)) (int, map[string]*depStats, int, error) {
 	var bySource [sources]map[string]*depStats
 	var n [sources]int
+	var latest time.Time
 	err := scanFile(open, func(r Record, src int) error {
+		if latest = maxTime(latest, r.Start()); r.Start().Before(latest.Add(-detectorLag)) {
+			return outOfOrder(r, latest)
+		}
 		if bySource[src] == nil {
 			bySource[src] = map[string]*depStats{}
 		}
