@@ -268,6 +268,10 @@ func (q *byStart) Pop() any {
 	return r
 }
 
+// logJitter is how far out of the order of their ends the records of a log may be
+// (goroutines that log at once), which streamInOrder waits for.
+const logJitter = time.Second
+
 // batchSize is how many records go to the workers at once.
 const batchSize = 4096
 
@@ -304,7 +308,7 @@ func streamInOrder(open func() (io.ReadCloser, error), src int, lag time.Duratio
 		}
 		heap.Push(&q, tuneRecord{r, dep})
 		latest = maxTime(latest, r.End)
-		for q.Len() > 0 && q[0].Start().Before(latest.Add(-lag)) {
+		for q.Len() > 0 && q[0].Start().Before(latest.Add(-lag-logJitter)) {
 			release(heap.Pop(&q).(tuneRecord))
 		}
 		return nil
