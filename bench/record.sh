@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Records the benchmark runs that docs/benchmarks.md, docs/fleet.md, docs/partial-outages.md,
-# docs/adaptive-concurrency.md
+# docs/adaptive-concurrency.md, docs/tuning.md
 # and the README quote, as go test prints them, into docs/bench/STAMP*.txt; then
 # `cd test && go test ./docs -update` rewrites the pages' tables and figures from them
 # (internal/benchtable reads the files). Run it on a quiet machine (load average below 1)
@@ -11,21 +11,21 @@
 #	bench/record.sh [STAMP [PART...]]
 #
 # STAMP defaults to today (UTC). PARTs, by default all of them: main (STAMP.txt), fleet,
-# adaptive (one file per GOMAXPROCS), callbacks, staleness, journal. A part recorded
+# adaptive (one file per GOMAXPROCS), callbacks, staleness, journal, tune. A part recorded
 # alone gets a stamp of its own: the pages read each file by the name test/docs/figures.go
 # and their run markers give it, so point those at the new file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stamp=${1:-$(date -u +%F)}
 shift || true
-parts=${*:-main fleet adaptive callbacks staleness journal}
+parts=${*:-main fleet adaptive callbacks staleness journal tune}
 out=docs/bench/$stamp
 want() { [[ " $parts " == *" $1 "* ]]; }
 for p in $parts; do
 	case $p in
-	main | fleet | adaptive | callbacks | staleness | journal) ;;
+	main | fleet | adaptive | callbacks | staleness | journal | tune) ;;
 	*)
-		echo "record.sh: unknown part $p (want main, fleet, adaptive, callbacks, staleness or journal)" >&2
+		echo "record.sh: unknown part $p (want main, fleet, adaptive, callbacks, staleness, journal or tune)" >&2
 		exit 2
 		;;
 	esac
@@ -61,5 +61,8 @@ if want journal; then
 	# The journal's backends: SQLite in a temporary directory, PostgreSQL at
 	# AGENTBREAKER_POSTGRES_DSN (default postgres://postgres@127.0.0.1:5432/test).
 	(cd test && go test -run '^$' -bench Intend -benchtime 2s -count 3 ./journal/) > "$out-journal.txt"
+fi
+if want tune; then
+	go test -run '^$' -bench '^BenchmarkTune$' -benchmem -benchtime 1x -count 3 ./internal/sim/ > "$out-tune.txt"
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -267,8 +267,8 @@ func (p *Permit) allowTimed() (err error) {
 	return err
 }
 
-// allowAt is Allow with the time given by the caller.
-func (b *Breaker) allowAt(now time.Time) (Permit, error) {
+// AllowAt is Allow with the time given by the caller (a replay of recorded calls).
+func (b *Breaker) AllowAt(now time.Time) (Permit, error) {
 	n := b.toNanos(now)
 	sg := b.loadSG()
 	if State(sg & stateMask).Admits() {

@@ -273,7 +273,7 @@ func TestRetryAfterIsAFloorThatOnlyMovesLater(t *testing.T) {
 	late.Report(Report{Verdict: Failure, RetryAfter: 5 * time.Second})
 	require.Equal(t, 30*time.Second, b.RetryAfter(), "a shorter delay never moves the reopen time earlier")
 
-	late2, err := b.allowAt(fc.Now().Add(-time.Hour)) // granted long ago in another generation? no: rejected
+	late2, err := b.AllowAt(fc.Now().Add(-time.Hour)) // granted long ago in another generation? no: rejected
 	require.Error(t, err)
 	require.False(t, late2.Valid())
 

@@ -155,7 +155,7 @@ func TestExitCodesAndUsage(t *testing.T) {
 		})
 	}
 	// -h prints the command's usage and exits 0.
-	for _, cmd := range []string{"lint", "replay", "simulate"} {
+	for _, cmd := range []string{"lint", "replay", "simulate", "tune", "generate"} {
 		code, _, errOut := runCmd(t, cmd, "-h")
 		if code != 0 || !strings.Contains(errOut, "usage: agentbreaker "+cmd) || !strings.Contains(errOut, "\n  -") {
 			t.Errorf("%s -h: exit %d, %q", cmd, code, errOut)

@@ -4,6 +4,8 @@
 //	agentbreaker simulate [flags]   replay an outage in virtual time, strategies side by side
 //	agentbreaker replay [flags] FILE  run recorded calls through a policy, and sweep thresholds
 //	agentbreaker lint FILE...       check dependency files and their layered timeouts
+//	agentbreaker tune [flags] FILE  recommend policies from recorded calls, and write a dependency file
+//	agentbreaker generate [flags]   write a month of recorded calls with outages of known shapes
 //
 // Run a subcommand with -h for its flags. Exit status: 0 when all is well, 1 for
 // problems found or an error, 2 for a usage error (a bad flag, a missing argument).
@@ -50,6 +52,8 @@ commands:
   simulate   replay an outage in virtual time through agentbreaker and the strategies it replaces
   replay     run recorded calls (slog JSON or CSV) through a policy; -sweep tries a grid of thresholds
   lint       check dependency files (YAML or JSON) and their layered timeouts
+  tune       recommend each dependency's policy from recorded calls, checked on outages it did not fit
+  generate   write recorded calls (a month, with outages of five shapes) for tune and replay
   model-retries  a failing OpenAI-compatible route: openai-go's own retries against the failover's
 
 Run "agentbreaker <command> -h" for a command's flags.
@@ -69,6 +73,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = replay(args[1:], stdout, stderr)
 	case "lint":
 		err = lint(args[1:], stdout, stderr)
+	case "tune":
+		err = tune(args[1:], stdout, stderr)
+	case "generate":
+		err = generate(args[1:], stdout, stderr)
 	case "model-retries":
 		err = modelRetries(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":

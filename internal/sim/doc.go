@@ -31,6 +31,9 @@
 // the same real breaker to answer "with this policy, when would it have tripped, how
 // many calls would have reached the dependency while it was down, and how often would
 // it have tripped on a healthy dependency", and Sweep tries a grid of thresholds.
+// Tune streams a file of records twice and replays a grid of policies at once, each
+// outage held out in turn, to recommend a policy, a tool timeout and limit bounds per
+// dependency (docs/tuning.md); Generate writes a month of records to try it on.
 //
 // Nothing in this package is safe for concurrent use unless its doc says so: a run owns
 // its breakers, clock and generators.

@@ -23,9 +23,12 @@ type Record struct {
 	// End is when the call finished (slog's "time": records are written at the end).
 	End        time.Time
 	Dependency string
+	Tool       string // "" in a CSV
 	Outcome    string
 	Class      string
 	Elapsed    time.Duration
+	// RetryAfter is the delay the dependency asked for (the log's retry_after), or 0.
+	RetryAfter time.Duration
 	// Verdict is how the call bears on the dependency's health.
 	Verdict classify.Verdict
 }
@@ -34,8 +37,9 @@ type Record struct {
 func (r Record) Start() time.Time { return r.End.Add(-r.Elapsed) }
 
 // ReadRecords reads call records, either agentbreaker's slog JSON records (one object a
-// line, with the keys time, dependency, outcome, error_class, verdict, elapsed_ms) or a
-// CSV of timestamp,dependency,outcome,latency_ms (a header line is optional; timestamps
+// line, with the keys time, dependency, outcome, error_class, verdict, elapsed_ms and,
+// optionally, retry_after; other keys are ignored) or a CSV of
+// timestamp,dependency,outcome,latency_ms (a header line is optional; timestamps
 // are RFC 3339 or Unix seconds). Lines that are not call outcomes (breaker transitions,
 // short-circuits, start-up messages) are skipped; so are calls a breaker or bulkhead
 // stopped, which never reached the dependency. A call logged by several of
@@ -46,12 +50,32 @@ func (r Record) Start() time.Time { return r.End.Add(-r.Elapsed) }
 //
 // A record that cannot be read gives a *RecordError naming its line.
 func ReadRecords(r io.Reader) ([]Record, error) {
+	var bySource [sources][]Record
+	err := scanRecords(r, func(rec Record, src int) error {
+		bySource[src] = append(bySource[src], rec)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, rs := range bySource {
+		if len(rs) > 0 {
+			return sortRecords(rs), nil
+		}
+	}
+	return nil, nil
+}
+
+// scanRecords reads records as ReadRecords does, in the order of the input and
+// unsorted, and gives each to fn with its source (a CSV's are sourceOther). It holds
+// one line at a time, so Tune can stream a month of calls.
+func scanRecords(r io.Reader, fn func(Record, int) error) error {
 	br := bufio.NewReader(r)
 	head, _ := br.Peek(1)
 	if len(head) > 0 && head[0] == '{' {
-		return readJSONRecords(br)
+		return scanJSONRecords(br, fn)
 	}
-	return readCSVRecords(br)
+	return scanCSVRecords(br, fn)
 }
 
 // RecordError is a call record that could not be read.
@@ -78,21 +102,35 @@ const (
 	sources
 )
 
-func sourceOf(m map[string]any) int {
-	if ev, _ := m["event"].(string); ev == "call_outcome" {
+// jsonRecord holds the keys of a log line that a Record is read from; any other key
+// (request IDs, a shadow mode's would-refuse marker) is ignored.
+type jsonRecord struct {
+	Time       any             `json:"time"`
+	Msg        string          `json:"msg"`
+	Event      *string         `json:"event"`
+	Dependency string          `json:"dependency"`
+	Tool       string          `json:"tool"`
+	Outcome    string          `json:"outcome"`
+	ErrorClass string          `json:"error_class"`
+	Verdict    string          `json:"verdict"`
+	ElapsedMS  any             `json:"elapsed_ms"`
+	RetryAfter any             `json:"retry_after"`
+	Next       json.RawMessage `json:"next"`
+}
+
+func (m *jsonRecord) source() int {
+	switch {
+	case m.Event != nil && *m.Event == "call_outcome":
 		return sourceCallbacks
-	}
-	if msg, _ := m["msg"].(string); msg == "agentbreaker: call attempt" {
+	case m.Msg == "agentbreaker: call attempt":
 		return sourceTelemetry
-	}
-	if _, ok := m["next"]; ok {
+	case m.Next != nil:
 		return sourceRetry
 	}
 	return sourceOther
 }
 
-func readJSONRecords(r io.Reader) ([]Record, error) {
-	var bySource [sources][]Record
+func scanJSONRecords(r io.Reader, fn func(Record, int) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	line := 0
@@ -102,69 +140,83 @@ func readJSONRecords(r io.Reader) ([]Record, error) {
 		if len(b) == 0 {
 			continue
 		}
-		var m map[string]any
+		var m jsonRecord
 		if err := json.Unmarshal(b, &m); err != nil {
 			re := &RecordError{Line: line, Problem: fmt.Sprintf("not a JSON object: %v", err)}
 			if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 				re.Column = int(se.Offset)
 			}
-			return nil, re
-		}
-		dep, _ := m["dependency"].(string)
-		outcome, _ := m["outcome"].(string)
-		if dep == "" || outcome == "" {
-			continue // not a call record
-		}
-		if ev, ok := m["event"].(string); ok && ev != "call_outcome" && ev != "" {
-			continue // a short-circuit, rejection or refusal: the call never went out
-		}
-		ts, _ := m["time"].(string)
-		end, err := time.Parse(time.RFC3339Nano, ts)
-		if err != nil {
-			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("time %q: want RFC 3339", ts)}
-		}
-		rec := Record{End: end, Dependency: dep, Outcome: outcome}
-		rec.Class, _ = m["error_class"].(string)
-		if v, ok := m["elapsed_ms"]; ok {
-			f, ok := v.(float64)
-			if !ok || f < 0 || math.IsInf(f, 0) {
-				return nil, &RecordError{Line: line, Problem: fmt.Sprintf("elapsed_ms %v: want a non-negative number", v)}
+			if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+				re.Problem = fmt.Sprintf("%s: a JSON %s, want a %v", te.Field, te.Value, te.Type)
 			}
-			rec.Elapsed = time.Duration(f * float64(time.Millisecond))
+			return re
 		}
-		verdict, _ := m["verdict"].(string)
-		if rec.Verdict = verdictOf(rec.Outcome, rec.Class, verdict); rec.Verdict == 0 {
-			continue
+		rec, ok, err := m.record(line)
+		if err != nil {
+			return err
 		}
-		src := sourceOf(m)
-		bySource[src] = append(bySource[src], rec)
+		if ok {
+			if err := fn(rec, m.source()); err != nil {
+				return err
+			}
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("sim: records: %w", err)
+		return fmt.Errorf("sim: records: %w", err)
 	}
-	for _, rs := range bySource {
-		if len(rs) > 0 {
-			return sortRecords(rs), nil
-		}
-	}
-	return nil, nil
+	return nil
 }
 
-func readCSVRecords(r io.Reader) ([]Record, error) {
+// record converts a log line read at line; false when it is no call that went out.
+func (m *jsonRecord) record(line int) (Record, bool, error) {
+	if m.Dependency == "" || m.Outcome == "" {
+		return Record{}, false, nil // not a call record
+	}
+	if m.Event != nil && *m.Event != "call_outcome" && *m.Event != "" {
+		return Record{}, false, nil // a short-circuit, rejection or refusal: the call never went out
+	}
+	ts, _ := m.Time.(string)
+	end, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return Record{}, false, &RecordError{Line: line, Problem: fmt.Sprintf("time %q: want RFC 3339", ts)}
+	}
+	rec := Record{End: end, Dependency: m.Dependency, Tool: m.Tool, Outcome: m.Outcome, Class: m.ErrorClass}
+	for _, f := range []struct {
+		key   string
+		v     any
+		unit  float64
+		field *time.Duration
+	}{{"elapsed_ms", m.ElapsedMS, float64(time.Millisecond), &rec.Elapsed}, {"retry_after", m.RetryAfter, 1, &rec.RetryAfter}} {
+		if f.v == nil {
+			continue
+		}
+		x, ok := f.v.(float64)
+		if !ok || x < 0 || math.IsInf(x, 0) {
+			return Record{}, false, &RecordError{Line: line, Problem: fmt.Sprintf("%s %v: want a non-negative number", f.key, f.v)}
+		}
+		*f.field = time.Duration(x * f.unit)
+	}
+	if rec.Verdict = verdictOf(rec.Outcome, rec.Class, m.Verdict); rec.Verdict == 0 {
+		return Record{}, false, nil
+	}
+	return rec, true, nil
+}
+
+func scanCSVRecords(r io.Reader, fn func(Record, int) error) error {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
-	var out []Record
+	cr.ReuseRecord = true
 	for line := 1; ; line++ {
 		row, err := cr.Read()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
 			if pe, ok := errors.AsType[*csv.ParseError](err); ok {
-				return nil, &RecordError{Line: pe.Line, Column: pe.Column, Problem: pe.Err.Error()}
+				return &RecordError{Line: pe.Line, Column: pe.Column, Problem: pe.Err.Error()}
 			}
-			return nil, fmt.Errorf("sim: records: %w", err)
+			return fmt.Errorf("sim: records: %w", err)
 		}
 		if len(row) == 1 && strings.TrimSpace(row[0]) == "" {
 			continue
@@ -172,37 +224,46 @@ func readCSVRecords(r io.Reader) ([]Record, error) {
 		if line == 1 && strings.EqualFold(strings.TrimSpace(row[0]), "timestamp") {
 			continue // header
 		}
-		if len(row) != 4 {
-			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("%d fields %q: want timestamp,dependency,outcome,latency_ms", len(row), row)}
-		}
-		end, err := parseTimestamp(strings.TrimSpace(row[0]))
+		rec, err := csvRecord(row, line)
 		if err != nil {
-			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("timestamp %q: want RFC 3339 or Unix seconds", row[0])}
+			return err
 		}
-		lat, err := strconv.ParseFloat(strings.TrimSpace(row[3]), 64)
-		if err != nil || lat < 0 || math.IsInf(lat, 0) || math.IsNaN(lat) {
-			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("latency_ms %q: want a non-negative number", row[3])}
+		if err := fn(rec, sourceOther); err != nil {
+			return err
 		}
-		dep, outcome := strings.TrimSpace(row[1]), strings.TrimSpace(row[2])
-		if dep == "" {
-			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("dependency %q: must not be empty", row[1])}
-		}
-		v := verdictOf(strings.ToUpper(outcome), "", "")
-		switch strings.ToLower(outcome) {
-		case "ok", "success", "succeeded", "healthy":
-			v = classify.Healthy
-		case "error", "failure", "failed", "timeout", "unknown", "counts":
-			v = classify.Counts
-		case "neutral", "canceled", "cancelled", "ignored":
-			v = classify.Neutral
-		case "failed_before_send":
-		default:
-			return nil, &RecordError{Line: line, Problem: fmt.Sprintf("outcome %q: want SUCCEEDED, FAILED, UNKNOWN, FAILED_BEFORE_SEND, ok, error or timeout", outcome)}
-		}
-		out = append(out, Record{End: end.Add(time.Duration(lat * float64(time.Millisecond))), Dependency: dep,
-			Outcome: strings.ToUpper(outcome), Elapsed: time.Duration(lat * float64(time.Millisecond)), Verdict: v})
 	}
-	return sortRecords(out), nil
+}
+
+func csvRecord(row []string, line int) (Record, error) {
+	if len(row) != 4 {
+		return Record{}, &RecordError{Line: line, Problem: fmt.Sprintf("%d fields %q: want timestamp,dependency,outcome,latency_ms", len(row), row)}
+	}
+	end, err := parseTimestamp(strings.TrimSpace(row[0]))
+	if err != nil {
+		return Record{}, &RecordError{Line: line, Problem: fmt.Sprintf("timestamp %q: want RFC 3339 or Unix seconds", row[0])}
+	}
+	lat, err := strconv.ParseFloat(strings.TrimSpace(row[3]), 64)
+	if err != nil || lat < 0 || math.IsInf(lat, 0) || math.IsNaN(lat) {
+		return Record{}, &RecordError{Line: line, Problem: fmt.Sprintf("latency_ms %q: want a non-negative number", row[3])}
+	}
+	dep, outcome := strings.TrimSpace(row[1]), strings.TrimSpace(row[2])
+	if dep == "" {
+		return Record{}, &RecordError{Line: line, Problem: fmt.Sprintf("dependency %q: must not be empty", row[1])}
+	}
+	v := verdictOf(strings.ToUpper(outcome), "", "")
+	switch strings.ToLower(outcome) {
+	case "ok", "success", "succeeded", "healthy":
+		v = classify.Healthy
+	case "error", "failure", "failed", "timeout", "unknown", "counts":
+		v = classify.Counts
+	case "neutral", "canceled", "cancelled", "ignored":
+		v = classify.Neutral
+	case "failed_before_send":
+	default:
+		return Record{}, &RecordError{Line: line, Problem: fmt.Sprintf("outcome %q: want SUCCEEDED, FAILED, UNKNOWN, FAILED_BEFORE_SEND, ok, error or timeout", outcome)}
+	}
+	elapsed := time.Duration(lat * float64(time.Millisecond))
+	return Record{End: end.Add(elapsed), Dependency: dep, Outcome: strings.ToUpper(outcome), Elapsed: elapsed, Verdict: v}, nil
 }
 
 func parseTimestamp(s string) (time.Time, error) {
@@ -262,49 +323,91 @@ func (p Period) contains(t time.Time) bool { return !t.Before(p.Start) && t.Befo
 // with at least 3 measured calls of which at least half count as failures, joined when
 // at most one bin apart.
 func DetectOutages(rs []Record) []Period {
-	if len(rs) == 0 {
-		return nil
-	}
-	origin := rs[0].Start().Truncate(BinWidth)
-	type bin struct{ n, fails int }
-	bins := map[int]*bin{}
-	last := 0
+	var d outageDetector
 	for _, r := range rs {
-		if r.Verdict == classify.Neutral {
-			continue
-		}
-		i := int(r.Start().Sub(origin) / BinWidth)
-		b := bins[i]
-		if b == nil {
-			b = &bin{}
-			bins[i] = b
-		}
+		d.add(r)
+	}
+	return d.finish()
+}
+
+// outageDetector is DetectOutages on a stream: it holds the bins of the last
+// detectorLag only, closing a bin once the records (which arrive in about the order
+// they ended) can no longer start in it. A record that starts in a closed bin counts
+// in the oldest open one.
+type outageDetector struct {
+	width   time.Duration // of a bin; 0 means BinWidth
+	bins    map[int64]*outageBin
+	next    int64 // the first bin not closed yet
+	started bool
+	open    int64 // the first bad bin of the outage being read, or -1
+	gap     int64
+	out     []Period
+	// Peak is the most calls (any verdict) that started in one bin.
+	Peak int
+}
+
+type outageBin struct{ n, fails, all int }
+
+// detectorLag is how long a bin stays open: longer than any call.
+const detectorLag = 30 * time.Minute
+
+func (d *outageDetector) add(r Record) {
+	if d.width == 0 {
+		d.width = BinWidth
+	}
+	i := r.Start().UnixNano() / int64(d.width)
+	if !d.started {
+		d.started, d.bins, d.next, d.open = true, map[int64]*outageBin{}, i, -1
+	}
+	i = max(i, d.next)
+	b := d.bins[i]
+	if b == nil {
+		b = &outageBin{}
+		d.bins[i] = b
+	}
+	b.all++
+	if r.Verdict != classify.Neutral {
 		b.n++
 		if r.Verdict == classify.Counts {
 			b.fails++
 		}
-		last = max(last, i)
 	}
-	var out []Period
-	open, gap := -1, 0
-	for i := 0; i <= last+2; i++ {
-		b := bins[i]
+	d.closeBefore(i - int64(detectorLag/d.width))
+}
+
+// closeBefore closes the bins before bin i.
+func (d *outageDetector) closeBefore(i int64) {
+	for ; d.next < i; d.next++ {
+		b := d.bins[d.next]
+		delete(d.bins, d.next)
 		bad := b != nil && b.n >= 3 && 2*b.fails >= b.n
+		if b != nil {
+			d.Peak = max(d.Peak, b.all)
+		}
 		switch {
-		case bad && open < 0:
-			open, gap = i, 0
+		case bad && d.open < 0:
+			d.open, d.gap = d.next, 0
 		case bad:
-			gap = 0
-		case open >= 0:
-			gap++
-			if gap > 1 {
-				end := i - gap + 1
-				out = append(out, Period{Start: origin.Add(time.Duration(open) * BinWidth), End: origin.Add(time.Duration(end) * BinWidth)})
-				open = -1
+			d.gap = 0
+		case d.open >= 0:
+			d.gap++
+			if d.gap > 1 {
+				end := d.next - d.gap + 1
+				d.out = append(d.out, Period{Start: time.Unix(0, d.open*int64(d.width)).UTC(), End: time.Unix(0, end*int64(d.width)).UTC()})
+				d.open = -1
 			}
 		}
 	}
-	return out
+}
+
+// finish closes every bin and returns the outages found.
+func (d *outageDetector) finish() []Period {
+	last := d.next
+	for i := range d.bins {
+		last = max(last, i)
+	}
+	d.closeBefore(last + 3)
+	return d.out
 }
 
 // ReplayResult is what one policy would have done with the recorded calls.
@@ -331,20 +434,14 @@ type ReplayResult struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// Replay runs the records of one dependency through a real breaker with policy p on the
-// simulator's event loop: each call asks for a permit at its start and reports its
-// recorded verdict at its end. The traffic is taken as given: a call the breaker
-// refuses is assumed to have been made anyway (the model does not re-issue differently),
-// and a refused call's recorded outcome is not reported.
+// Replay runs the records of one dependency through a real breaker with policy p, as
+// Tune replays its candidates: each call asks for a permit at its start and reports
+// its recorded verdict at its end. The traffic is taken as given: a call the breaker
+// refuses is assumed to have been made anyway (the model does not re-issue
+// differently), and a refused call's recorded outcome is not reported.
 func Replay(rs []Record, dependency string, p breaker.Policy, outages []Period) (*ReplayResult, error) {
-	p = simPolicy(p)
-	var mine []Record
-	for _, r := range rs {
-		if r.Dependency == dependency {
-			mine = append(mine, r)
-		}
-	}
-	res := &ReplayResult{Dependency: dependency, Policy: policyInfo(p), Calls: len(mine), Outages: outages,
+	mine := filter(rs, dependency)
+	res := &ReplayResult{Dependency: dependency, Policy: policyInfo(simPolicy(p)), Calls: len(mine), Outages: outages,
 		TripAfterOnset: make([]*float64, len(outages)), Trips: []time.Time{}}
 	if len(mine) == 0 {
 		return res, nil
@@ -353,65 +450,26 @@ func Replay(rs []Record, dependency string, p breaker.Policy, outages []Period) 
 		res.Warning = "no successful call in the records: agentbreaker logs successes at debug level, " +
 			"so a log kept at info level holds only failures and every policy looks like it should trip"
 	}
-	e := newEngine(mine[0].Start())
-	b, err := breaker.New(breaker.Config{Name: dependency, Policy: p, Clock: e.clk,
-		OnStateChange: []func(breaker.Event){func(ev breaker.Event) {
-			if ev.To != breaker.Open || ev.From == breaker.HalfOpen || ev.From == breaker.Open {
-				return
-			}
-			res.Trips = append(res.Trips, ev.At)
-			for i, o := range outages {
-				// A trip on the outage's last failures, reported just after it, is no false trip.
-				if (Period{Start: o.Start, End: o.End.Add(BinWidth)}).contains(ev.At) {
-					if res.TripAfterOnset[i] == nil {
-						v := ms(ev.At.Sub(o.Start))
-						res.TripAfterOnset[i] = &v
-					}
-					return
-				}
-			}
-			res.FalseTrips++
-		}}})
+	dt := &DependencyTune{Dependency: dependency, Outages: outages, from: mine[0].Start()}
+	if len(outages) == 0 {
+		dt.Outages = []Period{{}} // one segment, with an outage at no time
+	}
+	dt.Base = &Candidate{policy: simPolicy(p), Segments: make([]Segment, len(dt.Outages))}
+	sh, err := newShard([]*DependencyTune{dt}, 0, 1)
 	if err != nil {
 		return nil, err
 	}
-	inOutage := func(t time.Time) bool {
-		for _, o := range outages {
-			if o.contains(t) {
-				return true
-			}
-		}
-		return false
+	for _, r := range sortRecords(slices.Clone(mine)) {
+		sh.deps[0].call(r)
 	}
-	for _, r := range mine {
-		r := r
-		e.at(r.Start(), func() {
-			permit, err := b.Allow()
-			down := inOutage(r.Start())
-			if err != nil {
-				if down {
-					res.OutageCallsSaved++
-				} else {
-					res.HealthyRejected++
-				}
-				return
-			}
-			if down {
-				res.OutageCallsSent++
-			}
-			e.at(r.End, func() {
-				switch r.Verdict {
-				case classify.Healthy:
-					permit.Success()
-				case classify.Counts:
-					permit.Failure()
-				default:
-					permit.Ignore()
-				}
-			})
-		})
+	sh.deps[0].settle(time.Time{}, true)
+	c := dt.Base
+	res.Trips = append(res.Trips, c.trips...)
+	for i := range outages {
+		res.TripAfterOnset[i] = c.Segments[i].TripAfterOnset
 	}
-	e.run(mine[len(mine)-1].End.Add(time.Second), nil)
+	t := c.without(-1)
+	res.OutageCallsSent, res.OutageCallsSaved, res.FalseTrips, res.HealthyRejected = t.DeadSent, t.Saved, t.FalseTrips, t.HealthyRefused
 	return res, nil
 }
 

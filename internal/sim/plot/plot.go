@@ -111,20 +111,10 @@ func Write(w io.Writer, r *sim.Result, f Format) error {
 		return errors.New("plot: the result has no strategies")
 	}
 	width, height := figureSize(r)
-	var c draw.Canvas
-	var out io.WriterTo
-	switch f {
-	case PNG:
-		img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(dpi))
-		c, out = draw.New(img), vgimg.PngCanvas{Canvas: img}
-	case SVG:
-		img := vgsvg.New(width, height)
-		c, out = draw.New(img), img
-	default:
-		return fmt.Errorf("plot: format %q: want png or svg", f)
+	c, out, err := newCanvas(width, height, f)
+	if err != nil {
+		return err
 	}
-	c.SetColor(color.White)
-	c.Fill(c.Rectangle.Path())
 	sc := scalesOf(r)
 	plots := make([][]*plot.Plot, len(r.Strategies))
 	for i, sr := range r.Strategies {
@@ -152,8 +142,27 @@ func Write(w io.Writer, r *sim.Result, f Format) error {
 		top := canvases[i][0].Max.Y
 		c.FillText(captionStyle, vg.Point{X: c.Min.X + vg.Points(10), Y: top + vg.Points(5)}, Caption(r.Strategies[i]))
 	}
-	_, err := out.WriteTo(w)
+	_, err = out.WriteTo(w)
 	return err
+}
+
+// newCanvas returns a white canvas of the size given, and what writes it in format f.
+func newCanvas(width, height vg.Length, f Format) (draw.Canvas, io.WriterTo, error) {
+	var c draw.Canvas
+	var out io.WriterTo
+	switch f {
+	case PNG:
+		img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(dpi))
+		c, out = draw.New(img), vgimg.PngCanvas{Canvas: img}
+	case SVG:
+		img := vgsvg.New(width, height)
+		c, out = draw.New(img), img
+	default:
+		return c, nil, fmt.Errorf("plot: format %q: want png or svg", f)
+	}
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+	return c, out, nil
 }
 
 // drawHeader writes the title and a one-line legend: what the band and each line mean.
