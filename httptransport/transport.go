@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,7 +164,25 @@ func (t *Transport) stampIdempotencyKey(req, out *http.Request) {
 	if h := t.cfg.IdempotencyHeader; h != "-" {
 		if key := retry.IdempotencyKeyFrom(req.Context()); key != "" && out.Header.Get(h) == "" {
 			out.Header.Set(h, key)
+			noResend(out)
 		}
+	}
+}
+
+// noResend keeps net/http from sending out again by itself. net/http takes a request
+// with an Idempotency-Key header as safe to replay, and sends it again on a new
+// connection when a reused one dies before the answer: a second send nothing above
+// the transport sees, of a call whose outcome is UNKNOWN (found by the soak: an order
+// applied twice in one round trip). A request whose body cannot be rewound is never
+// resent; GET, HEAD, OPTIONS and TRACE are left as they are.
+func noResend(out *http.Request) {
+	switch out.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return
+	}
+	out.GetBody = nil
+	if out.Body == nil || out.Body == http.NoBody {
+		out.Body = io.NopCloser(strings.NewReader(""))
 	}
 }
 

@@ -428,3 +428,50 @@ func TestStatedDelayHoldsTheHost(t *testing.T) {
 	resp.Body.Close()
 	require.EqualValues(t, 2, hits.Load())
 }
+
+// TestMutationIsNotResentByNetHTTP (found by the soak): a POST carrying the
+// operation's Idempotency-Key, written on a reused keep-alive connection that dies
+// before the answer, reaches the server once and is UNKNOWN. net/http takes the header
+// as leave to send it again on a new connection, which nothing above the transport
+// would see.
+func TestMutationIsNotResentByNetHTTP(t *testing.T) {
+	var posts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			_, _ = io.WriteString(w, `{"ok":true}`)
+			return
+		}
+		_, _ = io.ReadAll(r.Body)
+		posts.Add(1) // applied; now the answer is lost
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = c.(*net.TCPConn).SetLinger(0)
+		_ = c.Close()
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: httptransport.MustNew(httptransport.Config{Base: &http.Transport{}})}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(srv.URL) // leaves a keep-alive connection, as any busy tool has
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+
+	for _, body := range []io.Reader{strings.NewReader(`{"op":"7"}`), nil} {
+		posts.Store(0)
+		ctx := retry.WithIdempotencyKey(context.Background(), "op-7")
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/orders", body)
+		require.NoError(t, err)
+		_, err = client.Do(req)
+		require.Error(t, err, "the order's answer was lost, yet the call succeeded")
+		c := outcomeOf(t, err)
+		require.Equal(t, classify.Unknown, c.Outcome)
+		require.EqualValues(t, 1, posts.Load(), "the order reached the service more than once in one round trip")
+		resp, err := client.Get(srv.URL)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+	}
+}
