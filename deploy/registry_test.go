@@ -115,6 +115,7 @@ func exerciseTelemetry(t *testing.T, reg prometheus.Registerer) *telemetry.Telem
 	tel.ShortCircuit(ctx, observe.ShortCircuit{Dependency: "crm", Tool: "lookup_customer", State: breaker.Open})
 	tel.BulkheadRejected(ctx, "crm")
 	tel.RetryBudgetExhausted(ctx, "crm")
+	tel.WouldRefuse(ctx, "crm", "breaker")
 	tel.Failover(ctx, observe.Failover{From: "pro@a", To: "pro@b", Cause: "http_5xx"})
 	tel.RouteServing("pro", "b")
 	tel.FallbackShare(0.1)

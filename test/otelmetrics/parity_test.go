@@ -61,8 +61,8 @@ func (f fanModels) ObserveFailover(ctx context.Context, e modelfailover.Event) {
 // exercise reports one of everything to both paths, from real parts: a dependency map
 // whose breakers trip, probe, are forced open and get a longer cooldown, a throttle, an
 // adaptive concurrency limit that refuses a call and measures its no-load latency, a
-// model failover over two scripted routes, the journal, an abandoned tool call and a
-// fleet.
+// model failover over two scripted routes, the journal, an abandoned tool call, a call
+// shadow mode would have refused and a fleet.
 func (b *both) exercise(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
@@ -105,6 +105,8 @@ func (b *both) exercise(t *testing.T) {
 	})
 	b.tel.ToolAbandoned(ctx, tooltimeout.Abandon{Tool: "export_report", Limit: time.Second, Running: 1})
 	b.otel.m.ToolAbandoned(ctx, tooltimeout.Abandon{Tool: "export_report", Limit: time.Second, Running: 1})
+	b.tel.WouldRefuse(ctx, "crm", "breaker")
+	b.otel.m.WouldRefuse(ctx, "crm", "breaker")
 
 	// billing trips and a user call's probe closes it; mail trips, its probe fails,
 	// then an operator forces it open; crm's breaker is asked for a longer pause.
