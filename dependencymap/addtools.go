@@ -32,6 +32,7 @@ func (m *Map) AddTools(key string, tools ...string) error {
 	if _, ok := m.snap.Load().keys[key]; ok && m.allBound(key, tools) {
 		return nil
 	}
+	defer m.joinFresh()
 	if err := redact.CheckName("AddTools key", key); err != nil {
 		return fmt.Errorf("dependencymap: %w", err)
 	}

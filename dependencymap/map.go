@@ -39,6 +39,12 @@ type Map struct {
 	// added are the listeners attached after New (internal/attach, for the
 	// telemetry's Wire): every breaker of the map calls them after OnStateChange's.
 	added atomic.Pointer[[]func(breaker.Event)]
+	// joins are called with each breaker made on demand, after the map's lock is
+	// released and before the call that made it gets it (a fleet syncs it first);
+	// fresh holds those not yet handed to them (under mu).
+	joins  atomic.Pointer[[]func(*breaker.Breaker)]
+	fresh  []*breaker.Breaker
+	freshN atomic.Int32
 
 	// Set by New and never changed: only listed dependencies have throttles.
 	throttles map[string]*throttle.Throttle     // dependency key -> throttle
@@ -236,6 +242,10 @@ func (m *Map) newBreaker(name string, p breaker.Policy, what string) (*breaker.B
 	if err != nil {
 		return nil, fmt.Errorf("dependencymap: %s: %w", what, err)
 	}
+	if m.joins.Load() != nil {
+		m.fresh = append(m.fresh, b)
+		m.freshN.Add(1)
+	}
 	return b, nil
 }
 
@@ -310,7 +320,9 @@ func (m *Map) ForTool(tool string) (*breaker.Breaker, error) {
 	if b, ok := m.snap.Load().tools[tool]; ok {
 		return b, nil
 	}
-	return m.addTool(tool)
+	b, err := m.addTool(tool)
+	m.joinFresh()
+	return b, err
 }
 
 // Exempt reports whether tool is left unguarded.
@@ -421,6 +433,7 @@ func (m *Map) ForModel(model, region string) (*breaker.Breaker, error) {
 	if model == "" {
 		return nil, errors.New(`dependencymap: model name "" is empty`)
 	}
+	defer m.joinFresh() // after the unlock below
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.snap.Load()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/attach"
 	"github.com/agentbreaker/agentbreaker/internal/fleetlink"
 	"github.com/agentbreaker/agentbreaker/redact"
 )
@@ -33,6 +34,7 @@ type Fleet struct {
 	rdb     redis.UniversalClient
 	own     bool // rdb was built by New from Addr: Close closes it
 	wake    chan struct{}
+	syncReq chan chan struct{} // a sync to run now, closed when it has run (syncNow)
 	done    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -83,6 +85,7 @@ func New(cfg Config) (*Fleet, error) {
 	f := &Fleet{
 		cfg:     cfg,
 		wake:    make(chan struct{}, 1),
+		syncReq: make(chan chan struct{}),
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
 		byName:  map[string]*member{},
@@ -135,8 +138,11 @@ func (f *Fleet) Replica() string { return f.cfg.Replica }
 
 // Attach shares b's state with the fleet from the next sync on. A breaker belongs to
 // one fleet at a time, and a fleet holds one breaker per name. Operating an attached
-// breaker (ForceOpen, ForceClosed, Reset) applies to the whole fleet.
-func (f *Fleet) Attach(b *breaker.Breaker) error {
+// breaker (ForceOpen, ForceClosed, Reset) applies to the whole fleet. AttachMap, unlike
+// Attach, syncs before it returns.
+func (f *Fleet) Attach(b *breaker.Breaker) error { return f.attach(b) }
+
+func (f *Fleet) attach(b *breaker.Breaker) error {
 	if err := redact.CheckName("breaker name", b.Name()); err != nil {
 		return err
 	}
@@ -162,15 +168,26 @@ func (f *Fleet) Attach(b *breaker.Breaker) error {
 	return nil
 }
 
-// AttachMap attaches every breaker of m, now and as m creates them on demand (each
-// sync picks up new ones), and every throttle of m (AttachThrottle), so code that builds its breakers through a dependencymap
-// (the callbacks plugin, model failover) joins the fleet without other changes.
+// AttachMap attaches every breaker of m, now and as m creates them on demand, and
+// every throttle of m (AttachThrottle), so code that builds its breakers through a
+// dependencymap (the callbacks plugin, model failover) joins the fleet without other
+// changes. It syncs them before it returns, and a breaker m makes later before the call
+// that made it gets it (waiting at most about twice OpTimeout each time): a breaker
+// that joins during an outage the fleet knows admits no call before it learns of it.
 func (f *Fleet) AttachMap(m *dependencymap.Map) error {
 	for _, b := range m.Breakers() {
-		if err := f.Attach(b); err != nil {
+		if err := f.attach(b); err != nil {
 			return err
 		}
 	}
+	// A breaker the map makes on demand is synced before the call that made it gets
+	// it, as those attached here are before AttachMap returns.
+	attach.Add(m, func(b *breaker.Breaker) {
+		if f.attach(b) == nil {
+			f.syncNow()
+		}
+	})
+	defer f.syncNow()
 	for _, th := range m.Throttles() { // a map's throttles are all made by New
 		if err := f.AttachThrottle(th); err != nil {
 			return err
@@ -205,6 +222,26 @@ func (f *Fleet) Close() error {
 		}
 	})
 	return nil
+}
+
+// syncNow has the loop run a sync now and waits for it, at most about twice
+// OpTimeout (a sync in progress finishes first), or until the fleet closes.
+func (f *Fleet) syncNow() {
+	done := make(chan struct{})
+	t := time.NewTimer(2*f.cfg.OpTimeout + 50*time.Millisecond)
+	defer t.Stop()
+	select {
+	case f.syncReq <- done:
+	case <-f.done:
+		return
+	case <-t.C:
+		return
+	}
+	select {
+	case <-done:
+	case <-f.done:
+	case <-t.C:
+	}
 }
 
 // poke asks the loop for a sync soon. It never blocks: it may run under a breaker's lock.

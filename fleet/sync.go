@@ -38,6 +38,10 @@ func (f *Fleet) loop() {
 			}
 			t.Reset(time.Until(next))
 		case <-f.wake:
+		case done := <-f.syncReq:
+			f.sync()
+			close(done)
+			continue
 		}
 		f.sync()
 	}
@@ -207,7 +211,7 @@ func (f *Fleet) current() []*member {
 			_, ok := f.byName[b.Name()]
 			f.mu.Unlock()
 			if !ok {
-				_ = f.Attach(b) // a name that fails CheckName stays local
+				_ = f.attach(b) // a name that fails CheckName stays local
 			}
 		}
 	}
