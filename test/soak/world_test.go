@@ -65,23 +65,23 @@ type worldAddrs struct {
 
 // worldStats is what GET /stats answers.
 type worldStats struct {
-	Requests map[string]int64         // every request, per dependency
-	Applied  map[string]int           // mutations applied, per operation (the op argument)
-	Keys     map[string][]string      // the idempotency keys each operation's applies carried
-	Arrivals map[string][]int64       // unix nanos of each call (not listings, not cancels) per dependency, since the last /stats?reset=1
-	Models   map[string]int           // generate requests per model server
+	Requests map[string]int64    // every request, per dependency
+	Applied  map[string]int      // mutations applied, per operation (the op argument)
+	Keys     map[string][]string // the idempotency keys each operation's applies carried
+	Arrivals map[string][]int64  // unix nanos of each call (not listings, not cancels) per dependency, since the last /stats?reset=1
+	Models   map[string]int      // generate requests per model server
 }
 
 // world is the child's state.
 type world struct {
-	mu       sync.Mutex
-	mode     map[string]string
-	applied  map[string]int
-	keys     map[string][]string
-	arrivals map[string][]int64
-	requests map[string]*atomic.Int64
-	gemini   *geminifake.Server
-	openai   *openaifake.Server
+	mu         sync.Mutex
+	mode       map[string]string
+	applied    map[string]int
+	keys       map[string][]string
+	arrivals   map[string][]int64
+	requests   map[string]*atomic.Int64
+	gemini     *geminifake.Server
+	openai     *openaifake.Server
 	retryAfter atomic.Int64
 }
 
