@@ -38,6 +38,7 @@ import (
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
 	"github.com/agentbreaker/agentbreaker/fleet"
+	"github.com/agentbreaker/agentbreaker/httptransport"
 	"github.com/agentbreaker/agentbreaker/journal"
 	"github.com/agentbreaker/agentbreaker/journal/postgres"
 	"github.com/agentbreaker/agentbreaker/mcpguard"
@@ -106,7 +107,7 @@ func newReplica(ctx context.Context, env *replicaEnv, id int) (*replica, error) 
 			depStock:  {Tools: []string{"check_stock"}},
 			depLedger: {Tools: []string{"get_balance", "transfer"}},
 		},
-		OnStateChange: []func(breaker.Event){func(e breaker.Event) { env.obs.transition(id, e) }},
+		OnStateChange: []func(breaker.Event){func(e breaker.Event) { env.obs.transition(id, e, r.clk) }},
 	})
 	var err error
 	r.fl, err = fleet.New(fleet.Config{Addr: env.redisAddr, App: env.app, Replica: fmt.Sprintf("r%d", id),
@@ -136,7 +137,14 @@ func newReplica(ctx context.Context, env *replicaEnv, id int) (*replica, error) 
 	})
 	client := &http.Client{Timeout: 4 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	lookup := httpTool("lookup_order", "Looks an order up.", client, http.MethodGet, env.addrs.Orders+"/lookup")
-	place := r.cb.MustWithIdempotencyKey(httpTool("place_order", "Places an order.", client, http.MethodPost, env.addrs.Orders+"/orders"))
+	// The mutating tool's client sends the operation's key through httptransport, as
+	// docs/side-effects.md shows. Its connections are not reused: on a reused one,
+	// net/http resends a request that carries an Idempotency-Key header when the answer
+	// is lost (TestHTTPTransportSendsAMutationOnce, a bug the soak found); drop
+	// DisableKeepAlives once httptransport stops that resend.
+	mutating := &http.Client{Timeout: 4 * time.Second, Transport: httptransport.MustNew(httptransport.Config{
+		Base: &http.Transport{DisableKeepAlives: true}})}
+	place := r.cb.MustWithIdempotencyKey(httpTool("place_order", "Places an order.", mutating, http.MethodPost, env.addrs.Orders+"/orders"))
 	stock := httpTool("check_stock", "Checks the stock of an item.", client, http.MethodGet, env.addrs.Stock+"/stock")
 
 	r.mcp, err = mcpguard.New(mcpguard.Config{Dependency: depLedger, Callbacks: r.cb, Timeout: 4 * time.Second,
@@ -236,9 +244,6 @@ func httpTool(name, desc string, client *http.Client, method, url string) tool.T
 			} else {
 				body, _ := json.Marshal(map[string]string{"Op": in.Op})
 				req, err = http.NewRequestWithContext(ctx, method, url, strings.NewReader(string(body)))
-				if k := retry.IdempotencyKeyFrom(ctx); k != "" {
-					req.Header.Set("Idempotency-Key", k)
-				}
 			}
 			if err != nil {
 				return nil, err
@@ -302,13 +307,6 @@ func (t *timing) take(inv string) time.Duration {
 		}
 	}
 	return total + cur[1].Sub(cur[0])
-}
-
-// pending is how many invocations have spans not yet taken (a leak check of the soak's own).
-func (t *timing) pending() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.per)
 }
 
 func (t *timing) wrap(p *adkplugin.Plugin) *adkplugin.Plugin {

@@ -23,7 +23,7 @@ const (
 )
 
 var faultKinds = []string{faultDepDown, faultDepPartial, faultDepSlow, faultDep429, faultModel, faultModel429,
-	faultRedis, faultPostgres, faultClock, faultClockBack}
+	faultRedis, faultPostgres, faultClock, faultClockBack, faultReplicaKill}
 
 // fault is one entry of the schedule: kind on target from start for dur.
 type fault struct {
@@ -61,10 +61,10 @@ func schedule(seed int64, total time.Duration, replicas int) []fault {
 	busy := map[string]time.Duration{} // target -> end of its last fault
 	at := warm
 	gap := (end - warm) / time.Duration(len(kinds)+2)
-	for i := 0; at < end; i++ {
+	for at < end {
 		var kind string
-		if i < len(kinds) {
-			kind = kinds[i]
+		if len(kinds) > 0 {
+			kind = kinds[0] // every kind once first; a busy target only delays it
 		} else {
 			kind = faultKinds[rng.IntN(len(faultKinds))]
 		}
@@ -79,6 +79,9 @@ func schedule(seed int64, total time.Duration, replicas int) []fault {
 		case faultPostgres:
 			f.target = "postgres"
 			f.dur = time.Duration(2+rng.IntN(3)) * time.Second
+		case faultReplicaKill:
+			f.target = fmt.Sprintf("r%d", crashReplicaID)
+			f.dur = time.Duration(1+rng.IntN(3)) * time.Second
 		case faultClock, faultClockBack:
 			f.target = fmt.Sprintf("r%d", rng.IntN(replicas))
 			f.step = time.Duration(20+rng.IntN(100)) * time.Second
@@ -95,6 +98,9 @@ func schedule(seed int64, total time.Duration, replicas int) []fault {
 		}
 		busy[f.target] = f.start + f.dur + 2*time.Second
 		out = append(out, f)
+		if len(kinds) > 0 {
+			kinds = kinds[1:]
+		}
 		// Short runs pack the mandatory kinds; long ones space faults a few seconds apart.
 		step := gap / 2
 		if total >= 10*time.Minute {

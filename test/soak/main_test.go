@@ -24,8 +24,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(soakRoleEnv) == "world" {
+	switch os.Getenv(soakRoleEnv) {
+	case "world":
 		runWorld()
+		return
+	case "replica":
+		redis.SetLogger(quietRedis{})
+		runReplicaChild()
 		return
 	}
 	// go-redis logs every failed dial of its pool to stderr (each sync while the

@@ -33,7 +33,6 @@ type observer struct {
 	unavailableAnswers atomic.Int64
 	failovers          atomic.Int64
 	panics             atomic.Int64
-	openSends          atomic.Int64 // calls sent by a replica whose own breaker was open
 }
 
 type transition struct {
@@ -49,21 +48,19 @@ func newObserver() *observer {
 
 func (o *observer) quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func (o *observer) transition(replica int, e breaker.Event) {
+// transition records a breaker's state change at the wall time it happened: the
+// event's time on the replica's clock, less the clock's step (the listener may run
+// after the probe it admitted has already reached the dependency).
+func (o *observer) transition(replica int, e breaker.Event, clk *stepClock) {
+	at := e.At.Add(-clk.Offset())
 	o.mu.Lock()
-	o.transitions = append(o.transitions, transition{replica: replica, dep: e.Breaker, from: e.From, to: e.To, at: time.Now()})
+	o.transitions = append(o.transitions, transition{replica: replica, dep: e.Breaker, from: e.From, to: e.To, at: at})
 	o.mu.Unlock()
 }
 
-func (o *observer) event(replica int, e callbacks.Event) {
+func (o *observer) event(_ int, e callbacks.Event) {
 	if e.Kind == callbacks.EventCallbackPanic {
 		o.panics.Add(1)
-	}
-	if e.Kind == callbacks.EventCallOutcome && e.BreakerState == breaker.Open {
-		// An outcome reported while the replica's breaker is open is a call that was
-		// admitted earlier (in flight when it tripped) or learned of the trip from the
-		// fleet; the arrivals check below is the one that decides.
-		_ = replica
 	}
 	o.mu.Lock()
 	o.events[e.Kind.String()]++

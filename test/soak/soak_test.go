@@ -52,6 +52,8 @@ type run struct {
 	env      *replicaEnv
 
 	turns, answered, workflowTurns atomic.Int64
+	completed                      atomic.Int64 // turns that returned
+	crash                          *replicaProc
 	unanswered                     []string
 	mu                             sync.Mutex
 	latency, share, pluginTime     *reservoir
@@ -112,6 +114,12 @@ func TestSoak(t *testing.T) {
 		}
 	}()
 
+	r.crash = newReplicaProc(t, childEnv{Addrs: r.world.addrs, Redis: r.redis.addr(), PG: pgDSN, Prefix: prefix,
+		App: r.env.app, HashKey: r.env.hashKey, Seed: seed})
+	if err := r.crash.start(); err != nil {
+		t.Fatalf("replica process: %v", err)
+	}
+
 	faults := schedule(seed, total, replicaCount)
 	t.Logf("fault schedule (seed %d):\n%s", seed, describeSchedule(faults))
 
@@ -139,6 +147,7 @@ func TestSoak(t *testing.T) {
 	}()
 	wg.Wait()
 	<-sampled
+	r.crash.kill()
 
 	r.check(ctx)
 }
@@ -210,6 +219,7 @@ func (r *run) chatTurn(ctx context.Context, rep *replica, sid, kind, op string) 
 	if turn != nil {
 		r.scanTurn(kind, turn)
 	}
+	r.completed.Add(1)
 	r.latency.add(float64(took.Microseconds()) / 1000)
 	r.pluginTime.add(float64(inPlugin.Microseconds()) / 1000)
 	if took > 0 {
@@ -231,6 +241,7 @@ func (r *run) workflowTurn(ctx context.Context, rep *replica, op string) {
 		_ = rep.flow.Sessions.Delete(ctx, &session.DeleteRequest{AppName: "soakflow", UserID: "user", SessionID: sid})
 	}()
 	turn, err := rep.flow.Run(tctx, sid, "check stock "+op)
+	r.completed.Add(1)
 	switch {
 	case err != nil:
 		r.fail("workflow " + op + ": " + err.Error())
@@ -300,6 +311,13 @@ func (r *run) inject(ctx context.Context, f fault) {
 	case faultPostgres:
 		r.pg.Set(faultproxy.Cut)
 		undo = func() { r.pg.Set(faultproxy.Pass) }
+	case faultReplicaKill:
+		r.crash.kill()
+		undo = func() {
+			if err := r.crash.start(); err != nil {
+				r.t.Errorf("restarting the replica process: %v", err)
+			}
+		}
 	case faultClock, faultClockBack:
 		rep := r.replicas[int(f.target[1]-'0')]
 		rep.clk.Step(f.step)
@@ -419,6 +437,12 @@ type figures struct {
 	LatencyP50, LatencyP99    float64
 	PluginP50, PluginP99      float64
 	ShareP50, ShareP99        float64
+	CrashTurns, CrashAnswered int64
+	Incarnations              int
+	ReconciledApplied         int
+	ReconciledNot             int
+	ReconciledAwaiting        int
+	Corrupt                   int
 	Requests                  map[string]int64
 	Models                    map[string]int
 	Events                    map[string]int
@@ -437,6 +461,30 @@ func (r *run) check(ctx context.Context) {
 		ModelRequests: r.obs.modelRequests.Load(), Failovers: r.obs.failovers.Load(), Unavailable: r.obs.unavailableAnswers.Load(),
 		Faults: r.faultCount, Applied: len(st.Applied), Leaks: r.obs.leakCount.Load(), Panics: r.obs.panics.Load(),
 		Requests: st.Requests, Models: st.Models, Events: events, Payloads: pl}
+
+	crash, incarnations := r.crash.totals()
+	f.CrashTurns, f.CrashAnswered, f.Incarnations = crash.Completed, crash.Answered, incarnations
+	f.ReconciledApplied, f.ReconciledNot, f.ReconciledAwaiting = crash.ReconciledApplied, crash.ReconciledNot, crash.ReconciledAwaiting
+	f.Leaks += crash.Leaks
+	f.Panics += crash.Panics
+	if crash.FirstLeak != "" {
+		leaks = append(leaks, "replica process: "+crash.FirstLeak)
+	}
+	if crash.ReconcileError != "" {
+		t.Errorf("the restarted replica could not reconcile its journal: %s", crash.ReconcileError)
+	}
+	if crash.Completed != crash.Answered {
+		t.Errorf("the replica process left %d of %d returned turns unanswered; first: %v", crash.Completed-crash.Answered, crash.Completed, crash.Unanswered)
+	}
+	// A last reconciliation: every row intact, nothing a crash left open unaccounted for.
+	if rep, err := r.replicas[0].j.Reconcile(ctx); err != nil {
+		t.Errorf("reconciling at the end: %v", err)
+	} else {
+		f.Corrupt = len(rep.Corrupt)
+		if f.Corrupt > 0 {
+			t.Errorf("%d journal rows failed their checks: %v", f.Corrupt, rep.Corrupt[0])
+		}
+	}
 
 	// No mutation applied twice; every applied one carried its key; its intent was durable.
 	dups := duplicates(st)
@@ -503,6 +551,9 @@ func (r *run) check(ctx context.Context) {
 		if f.Faults[k] == 0 {
 			t.Errorf("the schedule never ran a fault of kind %q", k)
 		}
+	}
+	if f.Incarnations < 2 {
+		t.Errorf("the replica process ran %d times: it was never killed and restarted", f.Incarnations)
 	}
 	if f.Turns < 50 {
 		t.Errorf("only %d turns ran: the soak did not load the stack", f.Turns)
