@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
 )
 
 const (
@@ -47,6 +49,15 @@ type childReport struct {
 	ReconciledNot      int // settled as not applied
 	ReconciledAwaiting int // left for an operator
 	ReconcileError     string
+	// Transitions are the breaker transitions since the previous line: the parent's
+	// open-breaker check needs this replica's probes too.
+	Transitions []wireTransition
+}
+
+type wireTransition struct {
+	Dep      string
+	From, To breaker.State
+	At       int64 // unix nanos, wall time
 }
 
 // runReplicaChild is the child's main.
@@ -85,6 +96,7 @@ func runReplicaChild() {
 		go r.drive(ctx, 100*(env.Incarnation+1)+i, time.Now().Add(24*time.Hour))
 	}
 	out := json.NewEncoder(os.Stdout)
+	sent := 0
 	for {
 		time.Sleep(500 * time.Millisecond)
 		rpt.Completed, rpt.Answered = r.completed.Load(), r.answered.Load()
@@ -95,6 +107,12 @@ func runReplicaChild() {
 		r.mu.Lock()
 		rpt.Unanswered = append([]string(nil), r.unanswered...)
 		r.mu.Unlock()
+		rpt.Transitions = rpt.Transitions[:0]
+		var trs []transition
+		trs, sent = obs.transitionsSince(sent)
+		for _, tr := range trs {
+			rpt.Transitions = append(rpt.Transitions, wireTransition{Dep: tr.dep, From: tr.from, To: tr.to, At: tr.at.UnixNano()})
+		}
 		if out.Encode(rpt) != nil {
 			os.Exit(0) // the parent is gone
 		}
@@ -109,12 +127,13 @@ type replicaProc struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	last    map[int]childReport // by incarnation
+	obs     *observer           // receives the child's transitions
 	started int
 	kills   int
 }
 
-func newReplicaProc(t *testing.T, env childEnv) *replicaProc {
-	p := &replicaProc{t: t, env: env, last: map[int]childReport{}}
+func newReplicaProc(t *testing.T, env childEnv, obs *observer) *replicaProc {
+	p := &replicaProc{t: t, env: env, last: map[int]childReport{}, obs: obs}
 	t.Cleanup(p.kill)
 	return p
 }
@@ -144,6 +163,10 @@ func (p *replicaProc) start() error {
 		for sc.Scan() {
 			var rpt childReport
 			if json.Unmarshal(sc.Bytes(), &rpt) == nil {
+				for _, tr := range rpt.Transitions {
+					p.obs.record(transition{replica: crashReplicaID, dep: tr.Dep, from: tr.From, to: tr.To, at: time.Unix(0, tr.At)})
+				}
+				rpt.Transitions = nil
 				p.mu.Lock()
 				p.last[rpt.Incarnation] = rpt
 				p.mu.Unlock()

@@ -52,9 +52,12 @@ func (o *observer) quietLogger() *slog.Logger { return slog.New(slog.NewTextHand
 // event's time on the replica's clock, less the clock's step (the listener may run
 // after the probe it admitted has already reached the dependency).
 func (o *observer) transition(replica int, e breaker.Event, clk *stepClock) {
-	at := e.At.Add(-clk.Offset())
+	o.record(transition{replica: replica, dep: e.Breaker, from: e.From, to: e.To, at: e.At.Add(-clk.Offset())})
+}
+
+func (o *observer) record(tr transition) {
 	o.mu.Lock()
-	o.transitions = append(o.transitions, transition{replica: replica, dep: e.Breaker, from: e.From, to: e.To, at: at})
+	o.transitions = append(o.transitions, tr)
 	o.mu.Unlock()
 }
 
@@ -125,6 +128,14 @@ func (o *observer) snapshotTransitions() []transition {
 	out := append([]transition(nil), o.transitions...)
 	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out
+}
+
+// transitionsSince returns the transitions recorded after the first n, in the order
+// recorded, and the new count.
+func (o *observer) transitionsSince(n int) ([]transition, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]transition(nil), o.transitions[n:]...), len(o.transitions)
 }
 
 func (o *observer) counts() (events, pl map[string]int, leaks []string) {

@@ -41,6 +41,7 @@ func (f figures) summary() string {
 	w("| no mutation applied twice | %s (%d twice) |", held(f.Duplicates == 0), f.Duplicates)
 	w("| every applied mutation carried its key | %s (%d without) |", held(f.KeyMissing == 0), f.KeyMissing)
 	w("| no acknowledged intent lost | %s (%d applied without an intent) |", held(f.IntentMissing == 0), f.IntentMissing)
+	w("| no intent of an applied mutation says it was not applied | %s (%d) |", held(f.IntentDenied == 0), f.IntentDenied)
 	w("| no upstream text reached the model or a user | %s (%d) |", held(f.Leaks == 0), f.Leaks)
 	w("| no panic | %s (%d) |", held(f.Panics == 0), f.Panics)
 	w("| only probes while open in the fleet | %s (%d other calls) |", held(f.OpenViolations == 0), f.OpenViolations)

@@ -115,7 +115,7 @@ func TestSoak(t *testing.T) {
 	}()
 
 	r.crash = newReplicaProc(t, childEnv{Addrs: r.world.addrs, Redis: r.redis.addr(), PG: pgDSN, Prefix: prefix,
-		App: r.env.app, HashKey: r.env.hashKey, Seed: seed})
+		App: r.env.app, HashKey: r.env.hashKey, Seed: seed}, r.obs)
 	if err := r.crash.start(); err != nil {
 		t.Fatalf("replica process: %v", err)
 	}
@@ -326,6 +326,7 @@ func (r *run) inject(ctx context.Context, f fault) {
 	sleepUntil(ctx, began.Add(f.dur))
 	undo()
 	ended := time.Now()
+	r.t.Logf("fault %s %s: %s to %s", f.kind, f.target, began.Format("15:04:05.000"), ended.Format("15:04:05.000"))
 	r.mu.Lock()
 	r.faultCount[f.kind]++
 	switch f.kind {
@@ -426,6 +427,7 @@ type figures struct {
 	Faults                    map[string]int
 	Applied, Duplicates       int
 	KeyMissing, IntentMissing int
+	IntentDenied              int
 	Leaks                     int64
 	Panics                    int64
 	OpenViolations            int
@@ -496,7 +498,7 @@ func (r *run) check(ctx context.Context) {
 				f.KeyMissing++
 				continue
 			}
-			in, err := j.Intents(ctx, journal.Filter{IdempotencyKey: key, Limit: 1})
+			in, err := j.Intents(ctx, journal.Filter{IdempotencyKey: key})
 			if err != nil {
 				t.Errorf("reading the journal: %v", err)
 				break
@@ -505,6 +507,25 @@ func (r *run) check(ctx context.Context) {
 				f.IntentMissing++
 				if f.IntentMissing <= 3 {
 					t.Errorf("operation %s was applied under key %s but the journal has no intent for it", op, key)
+				}
+				continue
+			}
+			// The service applied it: no record may say that it never happened, or an
+			// operator would be invited to send it again.
+			denied := true
+			var states []string
+			for _, it := range in {
+				states = append(states, string(it.State))
+				switch it.State {
+				case journal.StateFailed, journal.StateFailedBeforeSend, journal.StateNotApplied:
+				default:
+					denied = false
+				}
+			}
+			if denied {
+				f.IntentDenied++
+				if f.IntentDenied <= 3 {
+					t.Errorf("operation %s was applied under key %s but its intents say it was not: %v", op, key, states)
 				}
 			}
 		}
@@ -592,8 +613,14 @@ func (r *run) checkOpenBreakers(st worldStats) (violations, intervals, transitio
 				if at.After(s[0].Add(openGrace)) && at.Before(s[1]) && !within(at, excluded) {
 					violations++
 					if violations <= 5 {
-						r.t.Logf("a call reached %s at %s, %v into an open span (%s to %s)", dep, at.Format("15:04:05.000"),
-							at.Sub(s[0]).Round(time.Millisecond), s[0].Format("15:04:05.000"), s[1].Format("15:04:05.000"))
+						var around []string
+						for _, tr := range trs {
+							if tr.dep == dep && tr.at.After(at.Add(-3*time.Second)) && tr.at.Before(at.Add(time.Second)) {
+								around = append(around, fmt.Sprintf("r%d %v->%v at %s", tr.replica, tr.from, tr.to, tr.at.Format("15:04:05.000")))
+							}
+						}
+						r.t.Logf("a call reached %s at %s, %v into an open span (%s to %s); transitions around it: %v", dep, at.Format("15:04:05.000"),
+							at.Sub(s[0]).Round(time.Millisecond), s[0].Format("15:04:05.000"), s[1].Format("15:04:05.000"), around)
 					}
 					break
 				}
