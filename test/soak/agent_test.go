@@ -106,6 +106,10 @@ func newReplica(ctx context.Context, env *replicaEnv, id int) (*replica, error) 
 			depOrders: {Tools: []string{"lookup_order", "place_order"}},
 			depStock:  {Tools: []string{"check_stock"}},
 			depLedger: {Tools: []string{"get_balance", "transfer"}},
+			// Declared, so that the breaker exists (and joins the fleet) before the first
+			// call: one made on demand admits calls until the next sync, whatever the
+			// fleet knows (TestJoiningReplicaRespectsAnOpenFleetBreaker).
+			depBilling: {},
 		},
 		OnStateChange: []func(breaker.Event){func(e breaker.Event) { env.obs.transition(id, e, r.clk) }},
 	})

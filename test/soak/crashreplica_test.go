@@ -176,6 +176,21 @@ func (p *replicaProc) start() error {
 	return nil
 }
 
+// waitReport waits until the current incarnation has reported once (it has reconciled
+// and its sessions run), or limit passes.
+func (p *replicaProc) waitReport(ctx context.Context, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		p.mu.Lock()
+		_, ok := p.last[p.started-1]
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *replicaProc) kill() {
 	p.mu.Lock()

@@ -317,6 +317,9 @@ func (r *run) inject(ctx context.Context, f fault) {
 			if err := r.crash.start(); err != nil {
 				r.t.Errorf("restarting the replica process: %v", err)
 			}
+			// Until its first sync the new process decides alone (the fleet's state is
+			// not known yet: TestJoiningReplicaRespectsAnOpenFleetBreaker).
+			r.crash.waitReport(ctx, 30*time.Second)
 		}
 	case faultClock, faultClockBack:
 		rep := r.replicas[int(f.target[1]-'0')]
@@ -333,7 +336,7 @@ func (r *run) inject(ctx context.Context, f fault) {
 	case faultRedis:
 		// Without Redis each replica decides alone; after it, one more sync to agree.
 		r.excluded = append(r.excluded, [2]time.Time{began, ended.Add(2 * time.Second)})
-	case faultClock, faultClockBack:
+	case faultClock, faultClockBack, faultReplicaKill:
 		r.excluded = append(r.excluded, [2]time.Time{began, ended.Add(2 * time.Second)})
 	}
 	r.mu.Unlock()
