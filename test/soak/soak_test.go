@@ -79,6 +79,9 @@ func TestSoak(t *testing.T) {
 			total = 100 * time.Second
 		}
 	}
+	if dl, ok := t.Deadline(); ok && time.Until(dl) < total+2*time.Minute {
+		t.Fatalf("-soak=%v needs a -timeout of at least %v (go test's default is 10m)", total, (total + 5*time.Minute).Round(time.Minute))
+	}
 	seed := *soakSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano() % 1_000_000_007
