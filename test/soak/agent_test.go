@@ -231,6 +231,9 @@ func (r *replica) close() {
 	_ = r.j.Close()
 }
 
+// markedErrors counts the tool errors that carried a dependency's marked text.
+var markedErrors atomic.Int64
+
 // httpTool is a tool written the way many are: it calls its service and, on an error
 // status, returns an error that carries the service's own text (with the status, typed,
 // so the breaker can count it). The plugin must keep that text from the model.
@@ -259,6 +262,9 @@ func httpTool(name, desc string, client *http.Client, method, url string) tool.T
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			if resp.StatusCode >= 400 {
+				if strings.Contains(string(b), leakMarker) {
+					markedErrors.Add(1) // a control: the leak check has something to find
+				}
 				ra, _ := classify.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 				return nil, fmt.Errorf("%s: service said %q: %w", name, b, classify.StatusError(resp.StatusCode, ra, string(b)))
 			}

@@ -542,6 +542,7 @@ func (r *run) check(ctx context.Context) {
 	f.PluginP50, f.PluginP99 = r.pluginTime.quantile(0.5), r.pluginTime.quantile(0.99)
 	f.ShareP50, f.ShareP99 = r.share.quantile(0.5), r.share.quantile(0.99)
 
+	t.Logf("tool errors that carried a dependency's marked text to the plugin: %d (none may reach the model)", markedErrors.Load())
 	summary := f.summary()
 	t.Log("\n" + summary)
 	if *soakPage != "" {
