@@ -64,7 +64,9 @@ func writePage(path string, f figures) error {
 	}
 	page := string(b)
 	block := pageBegin + "\n\n" + f.summary() + "\n" + pageEnd
-	i, j := strings.Index(page, pageBegin), strings.Index(page, pageEnd)
+	// The begin marker is found by its first words, so that rewording its note does
+	// not leave a second block behind.
+	i, j := strings.Index(page, "<!-- soak-figures:begin"), strings.Index(page, pageEnd)
 	if i >= 0 && j > i {
 		page = page[:i] + block + page[j+len(pageEnd):]
 	} else {
