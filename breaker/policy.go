@@ -68,6 +68,12 @@ type Policy struct {
 	// otherwise only ever moves the reopen time later. From 1s to 24h. Defaults to 15m.
 	MaxRetryAfter time.Duration
 
+	// Shadow runs the dependency's controls without enforcing them: every call is sent,
+	// and each control records what it would have done. The breaker itself decides as
+	// usual; the call path reads Breaker.Shadow to know not to refuse. Defaults to false
+	// (enforcing).
+	Shadow bool
+
 	// Version names this policy in every event and log record, so two runs that decided
 	// differently can be explained. Defaults to "".
 	Version string
