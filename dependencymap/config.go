@@ -199,5 +199,6 @@ func merge(base, over breaker.Policy) breaker.Policy {
 	if over.Version != "" {
 		base.Version = over.Version
 	}
+	base.Shadow = base.Shadow || over.Shadow
 	return base
 }

@@ -1,0 +1,111 @@
+package dependencymap_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbreaker/agentbreaker"
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/clock"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+)
+
+func liveConfig(version string, minCalls int) dependencymap.Config {
+	return dependencymap.Config{
+		PolicyVersion: version,
+		Dependencies: map[string]dependencymap.Dependency{
+			"crm": {Tools: []string{"lookup"}, Policy: breaker.Policy{MinimumCalls: minCalls, Jitter: -1, Cooldown: time.Minute}},
+		},
+		Models: []dependencymap.ModelEndpoint{{Model: "gemini", Region: "eu"}},
+	}
+}
+
+func TestApplyKeepsStateAndCarriesTheNewVersion(t *testing.T) {
+	fc := clock.NewFake(time.Unix(1000, 0))
+	var mu sync.Mutex
+	var events []breaker.Event
+	cfg := liveConfig("v1", 3)
+	cfg.Clock = fc
+	cfg.OnStateChange = []func(breaker.Event){func(e breaker.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }}
+	m := dependencymap.MustNew(cfg)
+	crm, _ := m.ForTool("lookup")
+	for range 3 {
+		p, _ := crm.Allow()
+		p.Failure()
+	}
+	other, _ := m.ForTool("search") // on demand: the tool default
+	before := crm.Snapshot()
+
+	next := liveConfig("v2", 10)
+	next.Default.Shadow = true
+	if err := m.Apply(next); err != nil {
+		t.Fatal(err)
+	}
+	after := crm.Snapshot()
+	if after.State != breaker.Open || after.Window != before.Window || after.Generation != before.Generation {
+		t.Errorf("crm after Apply %+v, want it open with %+v", after, before)
+	}
+	if m.PolicyVersion() != "v2" || after.PolicyVersion != "v2" || crm.Policy().MinimumCalls != 10 || !crm.Shadow() {
+		t.Errorf("version %q/%q, minimum calls %d, shadow %v: want v2, 10, true", m.PolicyVersion(), after.PolicyVersion,
+			crm.Policy().MinimumCalls, crm.Shadow())
+	}
+	if other.Policy().Version != "v2" || !other.Shadow() {
+		t.Errorf("on-demand breaker: %+v, want the new default", other.Policy())
+	}
+	late, _ := m.ForTool("late") // created after Apply: the new default
+	if late.Policy().Version != "v2" {
+		t.Errorf("breaker created after Apply has version %q", late.Policy().Version)
+	}
+	fc.Advance(time.Minute)
+	p, _ := crm.Allow()
+	p.Success()
+	mu.Lock()
+	defer mu.Unlock()
+	if last := events[len(events)-1]; last.PolicyVersion != "v2" || last.To != breaker.Closed {
+		t.Errorf("event after Apply %+v, want version v2", last)
+	}
+}
+
+func TestApplyRefusesWholeAndKeepsTheOld(t *testing.T) {
+	tests := []struct {
+		name      string
+		edit      func(*dependencymap.Config)
+		wantField string
+	}{
+		{"bad policy", func(c *dependencymap.Config) {
+			d := c.Dependencies["crm"]
+			d.Policy.Window = time.Millisecond
+			c.Dependencies["crm"] = d
+		}, `Dependencies["crm"].Policy.Window`},
+		{"bad model default", func(c *dependencymap.Config) { c.ModelDefault.FailureRateThreshold = 3 }, "ModelDefault.FailureRateThreshold"},
+		{"new tool", func(c *dependencymap.Config) {
+			d := c.Dependencies["crm"]
+			d.Tools = append(d.Tools, "new")
+			c.Dependencies["crm"] = d
+		}, `Dependencies["crm"]`},
+		{"new dependency", func(c *dependencymap.Config) { c.Dependencies["x"] = dependencymap.Dependency{} }, `Dependencies["x"]`},
+		{"models", func(c *dependencymap.Config) { c.Models = nil }, "Models"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := dependencymap.MustNew(liveConfig("v1", 3))
+			next := liveConfig("v2", 10)
+			tt.edit(&next)
+			err := m.Apply(next)
+			var ce *agentbreaker.ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.wantField {
+				t.Fatalf("Apply: %v, want a ConfigError naming %s", err, tt.wantField)
+			}
+			for _, b := range m.Breakers() {
+				if b.Policy().Version != "v1" {
+					t.Errorf("%s has version %q after a refused Apply", b.Name(), b.Policy().Version)
+				}
+			}
+			if crm, _ := m.Get("crm"); crm.Policy().MinimumCalls != 3 || m.PolicyVersion() != "v1" {
+				t.Errorf("crm minimum calls %d, map version %q: want the old 3 and v1", crm.Policy().MinimumCalls, m.PolicyVersion())
+			}
+		})
+	}
+}
