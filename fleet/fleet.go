@@ -44,6 +44,8 @@ type Fleet struct {
 	maps    []*dependencymap.Map
 	// throttles are the attached throttles (AttachThrottle), synced in the same round.
 	throttles []*throttleMember
+	// versions are the replicas' policy versions at the last sync (PolicyVersions).
+	versions atomic.Pointer[reported]
 
 	// Loop only.
 	answered bool // some sync has reached Redis since New
