@@ -1,0 +1,68 @@
+// Package livepolicy_test changes a running agent's policy through adk-go's runner
+// (issue 45b): the breaker keeps its state and the records carry the new version.
+package livepolicy_test
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/tool"
+
+	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/callbacks"
+	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/internal/callbackstest"
+	"github.com/agentbreaker/agentbreaker/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) {
+	leakcheck.Main(m)
+}
+
+func TestApplyWhileTheAgentRunsKeepsTheBreakerOpen(t *testing.T) {
+	var sent atomic.Int64
+	lookup := callbackstest.FnTool(t, "lookup", func(agent.Context, map[string]any) (map[string]any, error) {
+		sent.Add(1)
+		return nil, errors.New("503 service unavailable")
+	})
+	deps := func(version string, cooldown time.Duration) map[string]dependencymap.Dependency {
+		return map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup"},
+			Policy: breaker.Policy{MinimumCalls: 4, Cooldown: cooldown, CooldownMultiplier: 1, Jitter: -1, Version: version}}}
+	}
+	f := callbackstest.New(t, callbackstest.Config{Tools: []tool.Tool{lookup}, Then: callbackstest.CallsThenText("lookup"),
+		Deps: deps("v1", 30*time.Second)})
+	for range 4 { // four failed turns trip crm under v1
+		f.Run(t, "look it up")
+	}
+	crm := f.Breaker(t, "crm")
+	require.Equal(t, breaker.Open, crm.State())
+	require.EqualValues(t, 4, sent.Load())
+	before := crm.Snapshot()
+
+	// The same agent, no restart: v2 waits longer and needs more calls to trip.
+	require.NoError(t, f.Deps.Apply(dependencymap.Config{Default: callbackstest.Policy, Dependencies: deps("v2", 2*time.Minute)}))
+	after := crm.Snapshot()
+	require.Equal(t, breaker.Open, after.State, "Apply closed the open breaker")
+	require.Equal(t, before.Window, after.Window, "Apply dropped the breaker's window")
+	require.Equal(t, "v2", after.PolicyVersion)
+
+	f.Clock.Advance(10 * time.Second) // still open: the call is answered locally
+	f.Run(t, "look it up")
+	require.EqualValues(t, 4, sent.Load(), "the tool was called while its breaker was open")
+	shorts := f.Events.Of(callbacks.EventShortCircuit)
+	require.NotEmpty(t, shorts)
+	require.Equal(t, "v2", shorts[len(shorts)-1].PolicyVersion, "the record after the change carries the old version")
+
+	// The open period set under v1 keeps its end; the probe then fails and v2's
+	// cooldown applies.
+	f.Clock.Advance(21 * time.Second)
+	f.Run(t, "look it up")
+	require.EqualValues(t, 5, sent.Load(), "no probe after the open period")
+	require.Equal(t, breaker.Open, crm.State())
+	require.Equal(t, 2*time.Minute, crm.RetryAfter(), "the reopened breaker waits v2's cooldown")
+	f.RequireClean(t)
+}
