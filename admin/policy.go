@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// MaxPolicyBytes caps the body of POST /api/policy: a dependency file and its reason.
-const MaxPolicyBytes = 1 << 20
+// maxPolicyBytes caps the body of POST /api/policy: a dependency file and its reason.
+const maxPolicyBytes = 1 << 20
 
 // maxPolicyChanges is how many policy changes the state document keeps.
 const maxPolicyChanges = 20
@@ -109,7 +109,7 @@ func (h *Handler) applyPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body policyBody
-	if !h.readJSON(w, r, MaxPolicyBytes, &body) || !checkText(w, "reason", body.Reason, MaxReasonLength) ||
+	if !h.readJSON(w, r, maxPolicyBytes, &body) || !checkText(w, "reason", body.Reason, MaxReasonLength) ||
 		!checkText(w, "operator", body.Operator, 100) || !checkText(w, "name", body.Name, 200) {
 		return
 	}
