@@ -116,3 +116,29 @@ func getJSON(t *testing.T, url string, v any) {
 	defer res.Body.Close()
 	require.NoError(t, json.NewDecoder(res.Body).Decode(v))
 }
+
+// fleetVersions is a Scopes that reports the replicas' policy versions.
+type fleetVersions map[string]string
+
+func (fleetVersions) Scope(string) string                 { return "" }
+func (v fleetVersions) PolicyVersions() map[string]string { return v }
+
+func TestPolicyShowsWhetherTheFleetConverged(t *testing.T) {
+	cfg, err := depfile.ParseYAML([]byte(policyV1))
+	require.NoError(t, err)
+	m := dependencymap.MustNew(cfg)
+	for _, tt := range []struct {
+		replicas fleetVersions
+		want     bool
+	}{
+		{fleetVersions{"r1": "v1", "r2": "v1"}, true},
+		{fleetVersions{"r1": "v1", "r2": "v0"}, false},
+	} {
+		srv := httptest.NewServer(admin.MustNew(admin.Config{Token: token, Breakers: m, Scopes: tt.replicas}))
+		var state admin.State
+		getJSON(t, srv.URL+"/api/state", &state)
+		srv.Close()
+		require.Equal(t, map[string]string(tt.replicas), state.Policy.Replicas)
+		require.Equal(t, tt.want, state.Policy.Converged, "%v", tt.replicas)
+	}
+}

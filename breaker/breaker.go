@@ -157,11 +157,11 @@ func (b *Breaker) slowNanos() int64 { return max(0, int64(b.pol.Load().SlowCallT
 
 // minCalls is MinimumCalls, at most WindowCalls for a count window.
 func (b *Breaker) minCalls() int64 {
-	n := int64(b.pol.Load().MinimumCalls)
-	if b.pol.Load().WindowCalls > 0 {
-		n = min(n, int64(b.pol.Load().WindowCalls))
+	p := b.pol.Load()
+	if p.WindowCalls > 0 {
+		return int64(min(p.MinimumCalls, p.WindowCalls))
 	}
-	return n
+	return int64(p.MinimumCalls)
 }
 
 // MustNew is New for configurations known to be valid; it panics on error.
