@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
 )
 
 // Probe results and sources, the values of the result and source labels.
@@ -273,7 +274,7 @@ func collectOther(o Observer, r depRecord, folded []*breaker.Breaker, now time.T
 	}
 	observeCounts(o, Other, r, expired)
 	if len(folded) > 0 {
-		o.Observe(PolicyInfo, 1, Other, version)
+		o.Observe(PolicyInfo, 1, Other, bound.Sanitize(version))
 	}
 	observeReadings(o, Other, func(st breaker.State) float64 { return float64(states[st]) }, longest, wait, w, inFlight)
 }
@@ -305,7 +306,7 @@ func collectOne(o Observer, name string, r depRecord, snap *breaker.Snapshot, no
 	if snap == nil {
 		return // no breaker to read: only what events told us
 	}
-	o.Observe(PolicyInfo, 1, name, snap.PolicyVersion)
+	o.Observe(PolicyInfo, 1, name, bound.Sanitize(snap.PolicyVersion))
 	state := snap.State
 	observeReadings(o, name, func(st breaker.State) float64 {
 		if st == state {
