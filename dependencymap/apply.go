@@ -8,19 +8,20 @@ import (
 
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/internal/configerr"
+	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // Apply changes the policies of a running map to cfg's: every breaker's policy (its
-// thresholds, window, cooldowns, probes, Shadow and Version), the defaults later
-// on-demand breakers get, and PolicyVersion. It is all or nothing: every policy is
+// thresholds, window, cooldowns, probes, Shadow and Version), every throttle's K and
+// MinRequests, the defaults later on-demand breakers get, and PolicyVersion. It is all or nothing: every policy is
 // checked before any is applied, and the first problem is returned as a *ConfigError
 // naming the field (Dependencies["crm"].Policy.Window) and the value, the old policies
 // staying in force. Each breaker keeps its state and the calls of its window the new
 // policy can hold (see breaker.Breaker.SetPolicy).
 //
 // What shapes the map cannot change while it runs: the dependencies and model
-// endpoints listed, their tools, hosts, probes, throttles, priorities and adaptive
-// limits, ExemptTools, Unannotated, UnannotatedKey, MaxDependencies and
+// endpoints listed, their tools, hosts, probes, priorities and adaptive limits, whether
+// a dependency has a throttle and its Window and Buckets, ExemptTools, Unannotated, UnannotatedKey, MaxDependencies and
 // MaxProbeInterval. A cfg that changes one is refused, naming it. Clock, Rand and
 // OnStateChange are not read: the map keeps its own.
 func (m *Map) Apply(cfg Config) error {
@@ -38,8 +39,17 @@ func (m *Map) Apply(cfg Config) error {
 	if err != nil {
 		return err
 	}
+	retune, err := m.retune(cfg)
+	if err != nil {
+		return err
+	}
 	for b, p := range plan {
 		if err := b.SetPolicy(p); err != nil { // checked by plan: cannot happen
+			panic(err)
+		}
+	}
+	for th, c := range retune {
+		if err := th.SetConfig(c); err != nil { // checked by retune, the window by sameShape
 			panic(err)
 		}
 	}
@@ -109,13 +119,27 @@ func shape(d Dependency) Dependency {
 		d.Probe = &p
 	}
 	if d.Throttle != nil {
-		t := *d.Throttle
+		t := d.Throttle.WithDefaults()
+		t.K, t.MinRequests = 0, 0 // Apply changes them
 		if t.Rand != nil {
 			t.Rand, t.Name = nil, t.Name+"\x00rand"
 		}
 		d.Throttle = &t
 	}
 	return d
+}
+
+// retune computes and checks the throttle settings cfg gives: K and MinRequests.
+func (m *Map) retune(cfg Config) (map[*throttle.Throttle]throttle.Config, error) {
+	out := map[*throttle.Throttle]throttle.Config{}
+	for _, key := range slices.Sorted(maps.Keys(m.throttles)) {
+		c := *cfg.Dependencies[key].Throttle // sameShape: it has one
+		if err := c.WithDefaults().Validate(); err != nil {
+			return nil, configerr.Relabel(err, "dependencymap", "", fmt.Sprintf("Dependencies[%q].Throttle.", key))
+		}
+		out[m.throttles[key]] = c
+	}
+	return out, nil
 }
 
 // sameShape refuses a cfg that changes what Apply cannot: see Apply. m.mu is held.

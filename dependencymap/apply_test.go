@@ -10,6 +10,8 @@ import (
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
+	"github.com/agentbreaker/agentbreaker/throttle"
+	"github.com/stretchr/testify/require"
 )
 
 func liveConfig(version string, minCalls int) dependencymap.Config {
@@ -108,4 +110,25 @@ func TestApplyRefusesWholeAndKeepsTheOld(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestApplyRetunesThrottles(t *testing.T) {
+	cfg := func(k float64, window time.Duration) dependencymap.Config {
+		c := liveConfig("v1", 3)
+		d := c.Dependencies["crm"]
+		d.Throttle = &throttle.Config{K: k, Window: window}
+		c.Dependencies["crm"] = d
+		return c
+	}
+	m := dependencymap.MustNew(cfg(2, 0))
+	th, _ := m.Throttle("crm")
+	require.NoError(t, m.Apply(cfg(3, 0)))
+	require.NoError(t, th.SetConfig(throttle.Config{K: 3}), "the throttle's window changed")
+	err := m.Apply(cfg(0.5, 0))
+	var ce *agentbreaker.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, `Dependencies["crm"].Throttle.K`, ce.Field)
+	err = m.Apply(cfg(3, time.Minute))
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, `Dependencies["crm"]`, ce.Field, "a new throttle window needs a new map")
 }
