@@ -6,24 +6,26 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/internal/configerr"
-	"github.com/agentbreaker/agentbreaker/throttle"
 )
 
 // Apply changes the policies of a running map to cfg's: every breaker's policy (its
 // thresholds, window, cooldowns, probes, Shadow and Version), every throttle's K and
-// MinRequests, the defaults later on-demand breakers get, and PolicyVersion. It is all or nothing: every policy is
+// MinRequests, every adaptive limit's settings, the defaults later on-demand breakers
+// get, and PolicyVersion. It is all or nothing: every policy is
 // checked before any is applied, and the first problem is returned as a *ConfigError
 // naming the field (Dependencies["crm"].Policy.Window) and the value, the old policies
 // staying in force. Each breaker keeps its state and the calls of its window the new
 // policy can hold (see breaker.Breaker.SetPolicy).
 //
 // What shapes the map cannot change while it runs: the dependencies and model
-// endpoints listed, their tools, hosts, probes, priorities and adaptive limits, whether
-// a dependency has a throttle and its Window and Buckets, ExemptTools, Unannotated, UnannotatedKey, MaxDependencies and
-// MaxProbeInterval. A cfg that changes one is refused, naming it. Clock, Rand and
-// OnStateChange are not read: the map keeps its own.
+// endpoints listed, their tools, hosts, probes and priorities, whether each has a
+// throttle or an adaptive limit, a throttle's Window and Buckets, ExemptTools,
+// Unannotated, UnannotatedKey, MaxDependencies and MaxProbeInterval. A cfg that
+// changes one is refused, naming it. Clock, Rand and OnStateChange are not read: the
+// map keeps its own.
 func (m *Map) Apply(cfg Config) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -48,8 +50,8 @@ func (m *Map) Apply(cfg Config) error {
 			panic(err)
 		}
 	}
-	for th, c := range retune {
-		if err := th.SetConfig(c); err != nil { // checked by retune, the window by sameShape
+	for _, set := range retune {
+		if err := set(); err != nil { // checked by retune, a throttle's window by sameShape
 			panic(err)
 		}
 	}
@@ -126,18 +128,39 @@ func shape(d Dependency) Dependency {
 		}
 		d.Throttle = &t
 	}
+	if d.Adaptive != nil {
+		d.Adaptive = &adaptivelimit.Config{} // Apply changes it
+	}
 	return d
 }
 
-// retune computes and checks the throttle settings cfg gives: K and MinRequests.
-func (m *Map) retune(cfg Config) (map[*throttle.Throttle]throttle.Config, error) {
-	out := map[*throttle.Throttle]throttle.Config{}
+// retune computes and checks what cfg gives the throttles (K and MinRequests) and the
+// adaptive limits (all but their Name and Clock), and returns the changes to make.
+func (m *Map) retune(cfg Config) ([]func() error, error) {
+	var out []func() error
 	for _, key := range slices.Sorted(maps.Keys(m.throttles)) {
 		c := *cfg.Dependencies[key].Throttle // sameShape: it has one
 		if err := c.WithDefaults().Validate(); err != nil {
 			return nil, configerr.Relabel(err, "dependencymap", "", fmt.Sprintf("Dependencies[%q].Throttle.", key))
 		}
-		out[m.throttles[key]] = c
+		out = append(out, func() error { return m.throttles[key].SetConfig(c) })
+	}
+	limits := map[string]*adaptivelimit.Config{}
+	fields := map[string]string{}
+	for key, dep := range cfg.Dependencies {
+		limits[key], fields[key] = dep.Adaptive, fmt.Sprintf("Dependencies[%q].Adaptive.", key)
+	}
+	for i, me := range cfg.Models {
+		key := ModelKey(me.Model, me.Region)
+		limits[key], fields[key] = me.Adaptive, fmt.Sprintf("Models[%d].Adaptive.", i)
+	}
+	for _, key := range slices.Sorted(maps.Keys(m.limits)) {
+		c := *limits[key] // sameShape: it has one
+		c.Name, c.Clock = key, m.cfg.Clock
+		if _, err := adaptivelimit.New(c); err != nil {
+			return nil, configerr.Relabel(err, "dependencymap", "", fields[key])
+		}
+		out = append(out, func() error { return m.limits[key].SetConfig(c) })
 	}
 	return out, nil
 }
@@ -171,15 +194,14 @@ func (m *Map) sameShape(cfg Config) error {
 			return restart(fmt.Sprintf("Dependencies[%q]", key), "removed")
 		}
 		if !reflect.DeepEqual(shape(dep), shape(old.Dependencies[key])) {
-			return restart(fmt.Sprintf("Dependencies[%q]", key), "its tools, hosts, probe, throttle, priorities or adaptive limit")
+			return restart(fmt.Sprintf("Dependencies[%q]", key), "its tools, hosts, probe, priorities, throttle window or whether it has a throttle or an adaptive limit")
 		}
 	}
 	if len(cfg.Models) != len(old.Models) {
 		return restart("Models", fmt.Sprintf("%d endpoints, was %d", len(cfg.Models), len(old.Models)))
 	}
 	for i, me := range cfg.Models {
-		me.Policy = old.Models[i].Policy
-		if !reflect.DeepEqual(me, old.Models[i]) {
+		if o := old.Models[i]; me.Model != o.Model || me.Region != o.Region || (me.Adaptive == nil) != (o.Adaptive == nil) {
 			return restart(fmt.Sprintf("Models[%d]", i), ModelKey(me.Model, me.Region))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker"
+	"github.com/agentbreaker/agentbreaker/adaptivelimit"
 	"github.com/agentbreaker/agentbreaker/breaker"
 	"github.com/agentbreaker/agentbreaker/clock"
 	"github.com/agentbreaker/agentbreaker/dependencymap"
@@ -131,4 +132,31 @@ func TestApplyRetunesThrottles(t *testing.T) {
 	err = m.Apply(cfg(3, time.Minute))
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, `Dependencies["crm"]`, ce.Field, "a new throttle window needs a new map")
+}
+
+func TestApplyRetunesAdaptiveLimits(t *testing.T) {
+	cfg := func(minLimit, maxLimit int) dependencymap.Config {
+		c := liveConfig("v1", 3)
+		d := c.Dependencies["crm"]
+		d.Adaptive = &adaptivelimit.Config{MinLimit: minLimit, MaxLimit: maxLimit}
+		c.Dependencies["crm"] = d
+		c.Models[0].Adaptive = &adaptivelimit.Config{MaxLimit: maxLimit}
+		return c
+	}
+	m := dependencymap.MustNew(cfg(2, 100))
+	require.NoError(t, m.Apply(cfg(4, 8)))
+	for _, key := range []string{"crm", "gemini@eu"} {
+		_, hi := m.Limiter(key).Bounds()
+		require.Equal(t, 8, hi, key)
+	}
+	err := m.Apply(cfg(9, 8))
+	var ce *agentbreaker.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, `Dependencies["crm"].Adaptive.MinLimit`, ce.Field)
+	lo, _ := m.Limiter("crm").Bounds()
+	require.Equal(t, 4, lo, "a refused Apply moved the bounds")
+	noLimit := cfg(4, 8)
+	noLimit.Models[0].Adaptive = nil
+	require.ErrorAs(t, m.Apply(noLimit), &ce)
+	require.Equal(t, "Models[0]", ce.Field)
 }
