@@ -60,10 +60,10 @@ func (f *Fleet) sync() {
 	cmds := make([]*redis.Cmd, len(members))
 	pipe := f.rdb.Pipeline()
 	for i, m := range members {
-		if k := f.keys(m.b); k[0] != m.keys[0] {
+		if v := m.b.Policy().Version; v != m.version {
 			// A new policy version (Map.Apply): its keys, with this breaker's state
 			// published there as at a first sync.
-			m.keys, m.gen, m.republish = k, -1, true
+			m.keys, m.version, m.gen, m.republish = f.keys(m.b), v, -1, true
 		}
 		reports[i] = fleetlink.Read(m.b)
 		args[i] = f.args(m, reports[i])
