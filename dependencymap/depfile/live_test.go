@@ -72,10 +72,16 @@ func TestWatchReloadsAChangedFile(t *testing.T) {
 			OnReload: func(_ string, err error) { reloaded <- err },
 		})
 	}()
-	tick <- struct{}{} // unchanged: no reload
+	tick <- struct{}{} // unchanged: no reload (a reload would block the next send)
+	tick <- struct{}{} // its check may run while the file is written below
 	writeFile(t, path, strings.NewReplacer("v1", "v2", "minimum_calls: 3", "minimum_calls: 7\n      shadow: true").Replace(liveV1))
-	tick <- struct{}{}
-	if err := <-reloaded; err != nil {
+	var err error
+	select {
+	case tick <- struct{}{}: // the next check sees the change
+		err = <-reloaded
+	case err = <-reloaded: // the running one saw it
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	if crm.State() != breaker.Open || crm.Snapshot().Window.Failures != 3 {
@@ -87,7 +93,7 @@ func TestWatchReloadsAChangedFile(t *testing.T) {
 
 	writeFile(t, path, strings.Replace(liveV1, "cooldown: 1m", "cooldown: soon", 1))
 	signals <- os.Interrupt // a signal reloads too
-	err := <-reloaded
+	err = <-reloaded
 	if err == nil || !strings.Contains(err.Error(), "deps.yaml: line 7") || !strings.Contains(err.Error(), "cooldown") {
 		t.Fatalf("reload of a bad file: %v, want an error naming deps.yaml, line 7 and the key", err)
 	}

@@ -122,9 +122,15 @@ func TestFileAndAdminChangesWhileTheAgentRuns(t *testing.T) {
 			}})
 	}()
 	defer func() { cancel(); <-watched }()
+	tick <- struct{}{} // Watch has taken v1 as the file in force
 	require.NoError(t, os.WriteFile(path, []byte(file("v2")), 0o600))
-	tick <- struct{}{}
-	require.NoError(t, <-reloaded)
+	var err error
+	select {
+	case tick <- struct{}{}: // the next check sees the change
+		err = <-reloaded
+	case err = <-reloaded: // the running one saw it
+	}
+	require.NoError(t, err)
 	require.Equal(t, breaker.Open, crm.State())
 	require.Equal(t, "v2", lastVersion())
 
