@@ -53,9 +53,9 @@ var shares = [...]float64{0, 0.6, 0.8, 0.9, 1} // index: throttle.Priority (0 = 
 type Limiter struct {
 	// Read on every call, written at most once per update.
 	name      string
-	cfg       Config
-	clk       clock.Clock // nil: the coarse system clock
-	base      time.Time   // the instant every time inside is counted from (nanoseconds since base)
+	cfg       atomic.Pointer[Config] // replaced whole by SetConfig
+	clk       clock.Clock            // nil: the coarse system clock
+	base      time.Time              // the instant every time inside is counted from (nanoseconds since base)
 	stripes   *[stripe.Count]slotStripe
 	limit     atomic.Int64    // the limit in force (held down during a no-load measurement)
 	allowed   [5]atomic.Int64 // Allowed(limit, p) per throttle.Priority (index 0 unused)
@@ -127,7 +127,8 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{name: c.Name, cfg: c, stripes: new([stripe.Count]slotStripe)}
+	l := &Limiter{name: c.Name, stripes: new([stripe.Count]slotStripe)}
+	l.cfg.Store(&c)
 	if !clock.IsSystem(c.Clock) && c.Clock != nil {
 		l.clk = c.Clock
 	}
@@ -177,10 +178,13 @@ func (l *Limiter) Name() string { return l.name }
 func (l *Limiter) Limit() int { return int(l.limit.Load()) }
 
 // Bounds returns MinLimit and MaxLimit.
-func (l *Limiter) Bounds() (minLimit, maxLimit int) { return l.cfg.MinLimit, l.cfg.MaxLimit }
+func (l *Limiter) Bounds() (minLimit, maxLimit int) {
+	c := l.cfg.Load()
+	return c.MinLimit, c.MaxLimit
+}
 
 // AtFloor reports whether the limit in force is MinLimit.
-func (l *Limiter) AtFloor() bool { return l.limit.Load() <= int64(l.cfg.MinLimit) }
+func (l *Limiter) AtFloor() bool { return l.limit.Load() <= int64(l.cfg.Load().MinLimit) }
 
 // NoLoad returns the measured no-load latency, or 0 before the first measurement.
 func (l *Limiter) NoLoad() time.Duration { return time.Duration(l.noLoad.Load()) }
@@ -449,4 +453,28 @@ func casMin(a *atomic.Int64, v int64) {
 }
 
 // Config returns the limiter's configuration with the defaults applied.
-func (l *Limiter) Config() Config { return l.cfg }
+func (l *Limiter) Config() Config { return *l.cfg.Load() }
+
+// SetConfig changes the bounds, tolerance, intervals and sample count of a running
+// limiter, or returns a *ConfigError naming the first invalid field and changes
+// nothing. The limit in force is brought within the new bounds; the measured no-load
+// latency and the samples are kept. Name and Clock stay the limiter's; InitialLimit,
+// which only mattered before the first update, takes its default within the bounds
+// when zero.
+func (l *Limiter) SetConfig(cfg Config) error {
+	old := l.cfg.Load()
+	cfg.Name, cfg.Clock = old.Name, old.Clock
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg.Store(&c)
+	lo, hi := float64(c.MinLimit), float64(c.MaxLimit)
+	l.limitF = min(max(l.limitF, lo), hi)
+	l.held = min(max(l.held, int64(c.MinLimit)), int64(c.MaxLimit))
+	l.half.Store(halfOf(l.limitF))
+	l.setLimit(min(max(l.limit.Load(), int64(c.MinLimit)), int64(c.MaxLimit)))
+	return nil
+}

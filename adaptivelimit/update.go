@@ -15,7 +15,7 @@ func (l *Limiter) update(now int64, drain bool) {
 	if now < l.due.Load() && !drain {
 		return // another update ran first
 	}
-	c := &l.cfg
+	c := l.cfg.Load()
 	l.due.Store(now + int64(c.UpdateInterval))
 	if !l.started {
 		// The first call: it starts the timeline (see New), nothing to compute yet.
@@ -70,7 +70,7 @@ func (l *Limiter) takeSamples() (sum, n int64) {
 // replaces nl, and a success faster than it lowers it. 0 means nothing succeeded yet.
 // The caller holds l.mu.
 func (l *Limiter) noLoadLatency(now int64, nl float64, least int64) float64 {
-	c := &l.cfg
+	c := l.cfg.Load()
 	if l.measuring.Load() && l.measureN.Load() >= int64(c.MinSamples) {
 		// The measurement is complete: its minimum is the no-load latency, higher or
 		// lower than the last one.
@@ -117,14 +117,15 @@ func (l *Limiter) nextLimit(nl, target, sample float64, stall, used bool) float6
 		// more.
 		limit += math.Sqrt(limit) * min(1, (target-sample)/(target-nl))
 	}
-	return min(max(limit, float64(l.cfg.MinLimit)), float64(l.cfg.MaxLimit))
+	c := l.cfg.Load()
+	return min(max(limit, float64(c.MinLimit)), float64(c.MaxLimit))
 }
 
 // heldLimit returns the limit to enforce given the computed one, eff: while the
 // no-load latency is being measured, at most half of the limit the measurement started
 // under. It starts a measurement when one is due. The caller holds l.mu.
 func (l *Limiter) heldLimit(now, eff int64) int64 {
-	c := &l.cfg
+	c := l.cfg.Load()
 	if !l.measuring.Load() && l.measured && now >= l.refresh {
 		// Measure the no-load latency again under half the limit, which drains the
 		// dependency's queue if the limit crept above its capacity (a windowed minimum

@@ -35,7 +35,10 @@ type BreakerStatus struct {
 	ProbesInFlight    int       `json:"probes_in_flight"`
 	// Probed is set when a health probe is attached (package probe): half-open is
 	// decided by it, and user calls are answered locally until it closes the breaker.
-	Probed bool     `json:"probed,omitempty"`
+	Probed bool `json:"probed,omitempty"`
+	// Shadow is set while the dependency's policy is in shadow mode: its controls
+	// decide and record, but every call is sent.
+	Shadow bool     `json:"shadow,omitempty"`
 	Tools  []string `json:"tools"`
 	// DownSince is when the breaker stopped admitting calls (open, half-open or forced
 	// open), and OpenForSeconds how long ago that was; zero while it admits calls.
@@ -108,6 +111,9 @@ type State struct {
 	HistoryConfigured   bool `json:"history_configured"`
 	// RefreshSeconds is how often the page reloads this document (Config.Refresh).
 	RefreshSeconds float64 `json:"refresh_seconds"`
+	// Policy is the policy version in force, the fleet's versions and the latest
+	// changes made through POST /api/policy.
+	Policy PolicyStatus `json:"policy"`
 }
 
 // ActionResult is what a successful POST returns.
@@ -134,6 +140,7 @@ func (h *Handler) status(b *breaker.Breaker, now time.Time) BreakerStatus {
 		FailedProbes:      s.FailedProbes,
 		ProbesInFlight:    s.ProbesInFlight,
 		Probed:            b.HasProber(),
+		Shadow:            b.Shadow(),
 		Tools:             []string{},
 		Transitions:       []Transition{},
 	}
@@ -208,6 +215,7 @@ func (h *Handler) state(w http.ResponseWriter, _ *http.Request) {
 		RoutesConfigured:    h.routes != nil,
 		HistoryConfigured:   h.history != nil,
 		RefreshSeconds:      h.refresh.Seconds(),
+		Policy:              h.policyStatus(),
 	}
 	for _, b := range h.breakers.Breakers() {
 		doc.Breakers = append(doc.Breakers, h.status(b, now))
@@ -230,44 +238,60 @@ type actionBody struct {
 // cannot send), a body within the cap, and a short printable reason. It writes the
 // error response itself and reports whether to go on.
 func (h *Handler) readReason(w http.ResponseWriter, r *http.Request) (string, bool) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type = %q: must be application/json", r.Header.Get("Content-Type")))
-		return "", false
-	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", h.maxBody))
-			return "", false
-		}
-		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
-		return "", false
-	}
-	if len(strings.TrimSpace(string(raw))) == 0 {
-		return "", true
-	}
 	var body actionBody
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, "request body: "+err.Error())
-		return "", false
-	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, "request body: more than one JSON value")
-		return "", false
-	}
-	switch {
-	case len(body.Reason) > maxReasonLength:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("reason: %d bytes, at most %d", len(body.Reason), maxReasonLength))
-		return "", false
-	case !utf8.ValidString(body.Reason) || strings.ContainsFunc(body.Reason, unicode.IsControl):
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("reason = %q: must be printable text without control characters", body.Reason))
+	if !h.readJSON(w, r, h.maxBody, &body) || !checkText(w, "reason", body.Reason, maxReasonLength) {
 		return "", false
 	}
 	return body.Reason, true
+}
+
+// readJSON decodes the body of a POST into dst (an empty body leaves it as it is): a
+// JSON content type, at most limit bytes, one value and no unknown fields. It writes
+// the error response itself and reports whether to go on.
+func (h *Handler) readJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type = %q: must be application/json", r.Header.Get("Content-Type")))
+		return false
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return false
+	}
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		writeError(w, http.StatusBadRequest, "request body: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "request body: more than one JSON value")
+		return false
+	}
+	return true
+}
+
+// checkText refuses a field of a request body longer than limit bytes or holding
+// control characters, writing the error response itself.
+func checkText(w http.ResponseWriter, field, v string, limit int) bool {
+	switch {
+	case len(v) > limit:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s: %d bytes, at most %d", field, len(v), limit))
+		return false
+	case !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl):
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s = %q: must be printable text without control characters", field, v))
+		return false
+	}
+	return true
 }
 
 func (h *Handler) breakerAction(w http.ResponseWriter, r *http.Request) {

@@ -168,6 +168,13 @@ type Config struct {
 	// scope is shown. A nil *fleet.Fleet (fleet mode off) counts as none, and so
 	// does a nil pointer in Bulkheads, Routes and Journal.
 	Scopes Scopes
+	// ApplyPolicy, when set, lets POST /api/policy replace the running policy with a
+	// new dependency file (YAML or JSON text; name is the file's name), all or
+	// nothing; each change, applied or refused, is logged and listed on the page with
+	// who asked, when and the versions before and after. Give it
+	// func(name string, file []byte) error { return depfile.ApplyBytes(m, name, file) }.
+	// Defaults to nil: the endpoint answers 404.
+	ApplyPolicy func(name string, file []byte) error
 	// Refresh is how often the page reloads the state by itself (the operator can
 	// pause it). From 1s to 10m. Defaults to 5s.
 	Refresh time.Duration

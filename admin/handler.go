@@ -21,8 +21,9 @@ import (
 )
 
 // Handler serves the admin page and API. It is safe for concurrent use; it keeps no
-// state of its own beyond its configuration, and reads the breakers, bulkheads, routes
-// and journal afresh on every request.
+// state of its own beyond its configuration and the latest policy changes made
+// through it, and reads the breakers, bulkheads, routes and journal afresh on every
+// request.
 type Handler struct {
 	tokenSum  [sha256.Size]byte
 	breakers  BreakerSource
@@ -37,6 +38,8 @@ type Handler struct {
 	maxBody   int64
 	origins   *http.CrossOriginProtection
 	api       *http.ServeMux
+	apply     func(name string, file []byte) error
+	policies  policyLog
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -106,6 +109,7 @@ func New(cfg Config) (*Handler, error) {
 		clk:       clock.OrSystem(cfg.Clock),
 		maxBody:   cfg.MaxBodyBytes,
 		origins:   http.NewCrossOriginProtection(),
+		apply:     cfg.ApplyPolicy,
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -130,6 +134,7 @@ func New(cfg Config) (*Handler, error) {
 		{http.MethodPost, "/api/breakers/{name}/{action}", h.breakerAction},
 		{http.MethodGet, "/api/journal", h.journalList},
 		{http.MethodPost, "/api/journal/{id}/{action}", h.journalAction},
+		{http.MethodPost, "/api/policy", h.applyPolicy},
 	} {
 		h.api.HandleFunc(route.method+" "+route.path, route.handle)
 		// The same path with any other method: 405 in JSON, like every other answer.

@@ -152,6 +152,14 @@
       st.appendChild(document.createTextNode(" "));
       st.appendChild(pb);
     }
+    if (b.shadow) {
+      // Shadow mode: the controls decide and record, but every call is sent.
+      tr.dataset.shadow = "true";
+      const sb = el("span", "shadow", "badge shadow");
+      sb.title = "shadow mode: the controls record what they would have done; every call is sent";
+      st.appendChild(document.createTextNode(" "));
+      st.appendChild(sb);
+    }
     // A throttle shedding part of the dependency's calls (a partial outage): its share
     // and, on hover, the calls shed by priority. Text only, from numbers.
     if (b.throttle && b.throttle.shed_share > 0) {
@@ -244,6 +252,25 @@
     $("#summary").replaceChildren(...chips);
   }
 
+  // The policy in force, the fleet's versions and the audited changes. Text only.
+  function renderPolicy(p) {
+    const replicas = Object.keys(p.replicas || {}).sort();
+    $("#policy-section").hidden = !p.version && replicas.length === 0 && p.changes.length === 0;
+    const head = $("#policy-version");
+    head.textContent = "version " + (p.version || "(none)") +
+      (replicas.length ? (p.converged ? " \u00b7 fleet converged" : " \u00b7 fleet not converged: ") : "");
+    head.dataset.converged = String(p.converged);
+    if (replicas.length && !p.converged) {
+      head.appendChild(document.createTextNode(replicas.map((r) => r + " " + p.replicas[r]).join(", ")));
+    }
+    fill("#policy-changes", p.changes, (c) => {
+      const tr = el("tr");
+      cell(tr, c.at); cell(tr, c.operator + " (" + c.remote_addr + ")"); cell(tr, c.old_version); cell(tr, c.new_version);
+      cell(tr, c.error ? "refused: " + c.error : c.reason);
+      return tr;
+    });
+  }
+
   async function load() {
     const state = await call("GET", "api/state");
     const now = new Date(state.time);
@@ -281,6 +308,7 @@
       cell(tr, r.model, "name"); cell(tr, r.region); cell(tr, r.primary ? "primary" : ""); cell(tr, r.serving ? "serving" : "", "serving");
       return tr;
     });
+    renderPolicy(state.policy || { changes: [] });
     $("#journal-section").hidden = !state.journal_configured;
     if (state.journal_configured) {
       const j = await call("GET", "api/journal");

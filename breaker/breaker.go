@@ -59,8 +59,10 @@ type Breaker struct {
 
 	stripes stripes // this breaker's success counters in the shared arena
 
-	name      string
-	policy    Policy
+	name string
+	// pol is the policy in force: replaced whole by SetPolicy, read without the lock by
+	// Shadow and the lock-free rejections, and under it by every decision.
+	pol       atomic.Pointer[Policy]
 	rand      func() float64
 	listeners []func(Event)
 
@@ -121,7 +123,6 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	b := &Breaker{
 		name:      cfg.Name,
-		policy:    p,
 		clk:       cfg.Clock,
 		rand:      cfg.Rand,
 		listeners: cfg.OnStateChange,
@@ -130,6 +131,7 @@ func New(cfg Config) (*Breaker, error) {
 	if b.rand == nil {
 		b.rand = rand.Float64
 	}
+	b.pol.Store(&p)
 	b.stripes = allocStripes()
 	runtime.AddCleanup(b, releaseStripes, b.stripes)
 	if b.clk == nil {
@@ -151,15 +153,15 @@ func New(cfg Config) (*Breaker, error) {
 
 // slowNanos is SlowCallThreshold in nanoseconds; 0 = off. Read from the policy
 // rather than kept in a field of its own (see the counters in Breaker).
-func (b *Breaker) slowNanos() int64 { return max(0, int64(b.policy.SlowCallThreshold)) }
+func (b *Breaker) slowNanos() int64 { return max(0, int64(b.pol.Load().SlowCallThreshold)) }
 
 // minCalls is MinimumCalls, at most WindowCalls for a count window.
 func (b *Breaker) minCalls() int64 {
-	n := int64(b.policy.MinimumCalls)
-	if b.policy.WindowCalls > 0 {
-		n = min(n, int64(b.policy.WindowCalls))
+	p := b.pol.Load()
+	if p.WindowCalls > 0 {
+		return int64(min(p.MinimumCalls, p.WindowCalls))
 	}
-	return n
+	return int64(p.MinimumCalls)
 }
 
 // MustNew is New for configurations known to be valid; it panics on error.
@@ -181,12 +183,7 @@ func tagOf(sg uint64) uint64 { return sg >> genShift & tagMask }
 func (b *Breaker) Name() string { return b.name }
 
 // Policy returns the policy in force, defaults applied.
-func (b *Breaker) Policy() Policy { return b.policy }
-
-// Shadow reports whether the breaker's policy is in shadow mode ([Policy.Shadow]):
-// its decisions are recorded, not enforced. A nil breaker enforces nothing and is
-// not in shadow.
-func (b *Breaker) Shadow() bool { return b != nil && b.policy.Shadow }
+func (b *Breaker) Policy() Policy { return *b.pol.Load() }
 
 // State returns the current state.
 func (b *Breaker) State() State { return State(b.loadSG() & stateMask) }
@@ -311,7 +308,7 @@ func (b *Breaker) busy(sg uint64, now int64) bool {
 	case HalfOpen:
 		// Compared before subtracting: the "no probe busy" sentinel is MinInt64.
 		pb := b.probeBusy.Load()
-		return pb > now && (b.clk == nil || pb-now <= int64(b.policy.ProbeLease))
+		return pb > now && (b.clk == nil || pb-now <= int64(b.pol.Load().ProbeLease))
 	}
 	return State(sg&stateMask) == ForcedOpen
 }
@@ -411,7 +408,7 @@ func (b *Breaker) acquire(now int64, kind allowKind) (Permit, error) {
 	}
 	for i := range b.leases {
 		if b.leases[i].token == 0 {
-			b.leases[i] = lease{token: token, start: now, deadline: now + int64(b.policy.ProbeLease)}
+			b.leases[i] = lease{token: token, start: now, deadline: now + int64(b.pol.Load().ProbeLease)}
 			break
 		}
 	}
@@ -441,7 +438,7 @@ func (b *Breaker) clamp(now int64) {
 			b.rejectWith(b.newOpenError(Open, now+span, span))
 		}
 	case HalfOpen:
-		lease, changed := int64(b.policy.ProbeLease), false
+		lease, changed := int64(b.pol.Load().ProbeLease), false
 		for i := range b.leases {
 			if l := &b.leases[i]; l.token != 0 && l.deadline-now > lease {
 				l.start, l.deadline, changed = now, now+lease, true
@@ -486,7 +483,7 @@ func (b *Breaker) updateProbeBusy() {
 	}
 	b.probeBusy.Store(earliest)
 	if cur := b.rejectErr.Load(); cur == nil || cur.State != HalfOpen || b.toNanos(cur.Until) != earliest {
-		b.rejectWith(b.newOpenError(HalfOpen, earliest, int64(b.policy.ProbeLease)))
+		b.rejectWith(b.newOpenError(HalfOpen, earliest, int64(b.pol.Load().ProbeLease)))
 	}
 }
 
@@ -497,7 +494,7 @@ func (b *Breaker) updateProbeBusy() {
 // With a prober attached the period does not grow: health probes are cheap, so the
 // breaker probes at Cooldown, or at the prober's MaxInterval when that is shorter.
 func (b *Breaker) cooldown() time.Duration {
-	p := &b.policy
+	p := b.pol.Load()
 	c := float64(p.Cooldown) * math.Pow(p.CooldownMultiplier, float64(b.failedProbes))
 	if pl := b.prober.Load(); pl != nil {
 		c = float64(min(p.Cooldown, time.Duration(pl.every)))
@@ -512,7 +509,7 @@ func (b *Breaker) cooldown() time.Duration {
 // now + ra (ra capped at MaxRetryAfter). An open breaker's reopen time moves later at
 // once; otherwise the instant floors the next open period.
 func (b *Breaker) noteRetryAfter(now int64, ra time.Duration) {
-	ra = min(ra, b.policy.MaxRetryAfter)
+	ra = min(ra, b.pol.Load().MaxRetryAfter)
 	until := now + int64(ra)
 	if !b.hasNotBefore || until > b.notBefore {
 		b.notBefore, b.notBeforeSpan, b.hasNotBefore = until, int64(ra), true
@@ -603,8 +600,8 @@ func (b *Breaker) successMayTrip() bool {
 		next = min(next, b.win.size)
 	}
 	d := max(b.minCalls(), next)
-	return rateReached(c.Failures, d, b.policy.FailureRateThreshold) ||
-		b.slowNanos() > 0 && rateReached(c.SlowCalls, d, b.policy.SlowCallRateThreshold)
+	return rateReached(c.Failures, d, b.pol.Load().FailureRateThreshold) ||
+		b.slowNanos() > 0 && rateReached(c.SlowCalls, d, b.pol.Load().SlowCallRateThreshold)
 }
 
 // rateReached is the rate gate, exactly as documented: float64(n)/float64(of) ≥ threshold.

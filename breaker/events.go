@@ -32,7 +32,7 @@ func (b *Breaker) emit(now int64, from, to State, cause Cause, reason string) {
 	}
 	e := Event{
 		Breaker:       b.name,
-		PolicyVersion: b.policy.Version,
+		PolicyVersion: b.pol.Load().Version,
 		From:          from,
 		To:            to,
 		Cause:         cause,

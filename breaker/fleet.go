@@ -96,7 +96,7 @@ func (b *Breaker) fleetProbeOK(now int64) bool {
 		return true
 	}
 	b.probeBusy.Store(now + f.deferFor)
-	b.rejectWith(b.newOpenError(HalfOpen, now+f.deferFor, int64(b.policy.ProbeLease)))
+	b.rejectWith(b.newOpenError(HalfOpen, now+f.deferFor, int64(b.pol.Load().ProbeLease)))
 	return false
 }
 

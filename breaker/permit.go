@@ -88,7 +88,7 @@ func (p *Permit) ReportAt(now time.Time, r Report) {
 	p.b = nil
 	at := b.toNanos(now)
 	if r.Verdict == Success && p.sg&slowPathBits == 0 && r.RetryAfter <= 0 {
-		if b.loadSG() == p.sg {
+		if b.current(p.sg) {
 			b.successAt(p.sg, at)
 		}
 		return
@@ -98,7 +98,7 @@ func (p *Permit) ReportAt(now time.Time, r Report) {
 
 // success is the hot path: an untimed, ordinary call of the current generation.
 func (b *Breaker) success(sg uint64, n int64) {
-	if b.loadSG() != sg {
+	if !b.current(sg) {
 		return
 	}
 	if sg&slowPathBits != 0 { // a probe, or a timed call
@@ -145,7 +145,7 @@ func (b *Breaker) successAt(sg uint64, now int64) {
 // are evaluated, since this success may bring the window to MinimumCalls.
 func (b *Breaker) successLocked(sg uint64, now int64) {
 	b.mu.Lock()
-	if b.loadSG() != sg {
+	if !b.current(sg) {
 		b.mu.Unlock()
 		return
 	}
@@ -167,7 +167,7 @@ func (b *Breaker) report(sg uint64, n, now int64, r Report) {
 		// Whatever the generation: a stated delay holds even when the report is stale.
 		b.noteRetryAfter(now, r.RetryAfter)
 	}
-	if b.loadSG() == sg {
+	if b.current(sg) {
 		switch {
 		case probe:
 			b.reportProbe(uint64(n), now, r)
@@ -202,7 +202,7 @@ func (b *Breaker) evaluate(now int64) bool {
 	if c.Calls < b.minCalls() {
 		return false
 	}
-	p := &b.policy
+	p := b.pol.Load()
 	switch {
 	case rateReached(c.Failures, c.Calls, p.FailureRateThreshold):
 		b.open(now, CauseFailureRate, fmt.Sprintf("failure rate %s over %d calls ≥ %s",
@@ -250,7 +250,7 @@ func (b *Breaker) reportProbe(token uint64, now int64, r Report) {
 	case slow:
 		b.failedProbes++
 		b.open(now, CauseProbeFailed, fmt.Sprintf("probe too slow (%s ≥ %s)",
-			time.Duration(now-start), b.policy.SlowCallThreshold))
+			time.Duration(now-start), b.pol.Load().SlowCallThreshold))
 	default:
 		b.succeeded++
 		if int(b.succeeded) >= len(b.leases) {

@@ -120,7 +120,7 @@ func (b *Breaker) proberActive(now int64) bool {
 		return false
 	}
 	since := max(pl.seen.Load(), b.reopenAt.Load())
-	return now-since <= pl.every+int64(b.policy.ProbeLease)
+	return now-since <= pl.every+int64(b.pol.Load().ProbeLease)
 }
 
 // DetachProber gives half-open back to user calls.
@@ -133,7 +133,7 @@ func (b *Breaker) HasProber() bool { return b.prober.Load() != nil }
 // Cooldown bounded by the prober's interval, and no growth. Without a prober it is
 // Policy(). Fleet mode computes the fleet's open periods from it.
 func (b *Breaker) ProbePolicy() Policy {
-	p := b.policy
+	p := *b.pol.Load()
 	if pl := b.prober.Load(); pl != nil {
 		p.Cooldown = min(p.Cooldown, time.Duration(pl.every))
 		p.CooldownMultiplier = 1
@@ -150,7 +150,7 @@ func (b *Breaker) noProbeRejection(st State, now int64) (Permit, error) {
 	}
 	e := &OpenError{Breaker: b.name, State: st, WaitsForProbe: true, now: b.now}
 	if pb := b.probeBusy.Load(); st == HalfOpen && pb > now {
-		e.Until, e.span = b.toTime(pb), b.policy.ProbeLease
+		e.Until, e.span = b.toTime(pb), b.pol.Load().ProbeLease
 	}
 	return Permit{}, e
 }

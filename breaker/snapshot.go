@@ -43,7 +43,7 @@ func (b *Breaker) snapshotAt(now time.Time) Snapshot {
 	}
 	s := Snapshot{
 		Name:          b.name,
-		PolicyVersion: b.policy.Version,
+		PolicyVersion: b.pol.Load().Version,
 		State:         State(sg & stateMask),
 		Generation:    sg >> genShift,
 		Window:        b.win.sums(),
@@ -100,7 +100,7 @@ func (b *Breaker) retryAfterUnclamped(now int64) (d time.Duration, ok bool) {
 	case Open:
 		until, span = b.reopenAt.Load(), b.openSpan.Load()
 	case HalfOpen:
-		until, span = b.probeBusy.Load(), int64(b.policy.ProbeLease)
+		until, span = b.probeBusy.Load(), int64(b.pol.Load().ProbeLease)
 	default:
 		return 0, true
 	}

@@ -196,11 +196,9 @@ func merge(base, over breaker.Policy) breaker.Policy {
 	if over.MaxRetryAfter != 0 {
 		base.MaxRetryAfter = over.MaxRetryAfter
 	}
-	if over.Shadow {
-		base.Shadow = true
-	}
 	if over.Version != "" {
 		base.Version = over.Version
 	}
+	base.Shadow = base.Shadow || over.Shadow
 	return base
 }

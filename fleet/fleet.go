@@ -46,6 +46,8 @@ type Fleet struct {
 	maps    []*dependencymap.Map
 	// throttles are the attached throttles (AttachThrottle), synced in the same round.
 	throttles []*throttleMember
+	// versions are the replicas' policy versions at the last sync (PolicyVersions).
+	versions atomic.Pointer[reported]
 
 	// Loop only.
 	answered bool // some sync has reached Redis since New
@@ -60,9 +62,10 @@ type Fleet struct {
 
 // member is one attached breaker.
 type member struct {
-	b    *breaker.Breaker
-	keys []string
-	gen  int64 // the fleet generation last applied; -1 before the first sync
+	b       *breaker.Breaker
+	keys    []string
+	version string // the policy version keys were made for
+	gen     int64  // the fleet generation last applied; -1 before the first sync
 	// republish is set when Redis lost the breaker's state (restarted without its data,
 	// keys deleted): the next sync publishes the breaker's state again.
 	republish bool
@@ -160,7 +163,7 @@ func (f *Fleet) attach(b *breaker.Breaker) error {
 	if err := fleetlink.Attach(b, f.poke); err != nil {
 		return err
 	}
-	m := &member{b: b, keys: f.keys(b), gen: -1}
+	m := &member{b: b, keys: f.keys(b), version: b.Policy().Version, gen: -1}
 	m.status = Status{Breaker: b.Name()}
 	f.members = append(f.members, m)
 	f.byName[b.Name()] = m

@@ -64,6 +64,11 @@ func (f *Fleet) sync() {
 	cmds := make([]*redis.Cmd, len(members))
 	pipe := f.rdb.Pipeline()
 	for i, m := range members {
+		if v := m.b.Policy().Version; v != m.version {
+			// A new policy version (Map.Apply): its keys, with this breaker's state
+			// published there as at a first sync.
+			m.keys, m.version, m.gen, m.republish = f.keys(m.b), v, -1, true
+		}
 		reports[i] = fleetlink.Read(m.b)
 		args[i] = f.args(m, reports[i])
 		cmds[i] = syncScript.EvalSha(ctx, pipe, m.keys, args[i]...)
@@ -72,6 +77,7 @@ func (f *Fleet) sync() {
 	// Every command carries its own error, read below; a connection that could not be
 	// set up (refused credentials) fails the pipeline without one.
 	throttles, tcmds := f.queueThrottles(ctx, pipe)
+	pcmd := f.queuePolicy(ctx, pipe)
 	_, execErr := pipe.Exec(ctx)
 	// A node without the script (restarted, flushed, or a replica just promoted: Redis
 	// does not replicate its script cache) answers NOSCRIPT. Run the script's text on
@@ -126,6 +132,7 @@ func (f *Fleet) sync() {
 		}
 	}
 	applyThrottles(throttles, tcmds, start)
+	f.applyPolicy(pcmd, start)
 }
 
 // reloadTopology asks a Redis Cluster client to reload its slot map after a failed

@@ -51,7 +51,7 @@ type Config struct {
 	MaxLabelValues int
 	// MaxSeries caps the total number of series whose labels come from names (breakers,
 	// dependencies, tools, models, routes, error classes), over every metric family: a
-	// breaker costs 21 series, a call-duration series len(DurationBuckets)+3, the
+	// breaker costs 22 series, a call-duration series len(DurationBuckets)+3, the
 	// others 1. Once it is spent, new series are reported under a fixed row labelled
 	// "other" and counted in agentbreaker_telemetry_series_overflow_total; series
 	// admitted earlier keep their labels. The exposition never holds more than

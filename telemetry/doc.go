@@ -48,7 +48,7 @@
 //
 // Names a model invents cannot grow the exposition without bound: the series whose
 // labels come from names share one budget, Config.MaxSeries (default 10,000), over
-// every family together (a breaker costs 21 series, a call-duration series
+// every family together (a breaker costs 22 series, a call-duration series
 // len(DurationBuckets)+3, any other 1). Once it is spent, new series are reported under
 // a fixed row labelled "other", each such report is counted in
 // agentbreaker_telemetry_series_overflow_total{metric}, and a warning is logged once.
@@ -56,7 +56,7 @@
 // fed; the library's own classes are outside that cap (every classify class on
 // error_class, every modelfailover.Cause on cause), and their series are charged to
 // the budget like any other. The worst case is Config.SeriesBound() series:
-// DefaultSeriesBound, 10,309, with the defaults. Label values are sanitised at this
+// DefaultSeriesBound, 10,310, with the defaults. Label values are sanitised at this
 // edge: invalid UTF-8 and every character a dependency key may not hold
 // (redact.CheckName: controls, bidirectional overrides and isolates such as U+202E and
 // U+2066, zero-width characters) become U+FFFD, and values are cut at MaxLabelLength

@@ -149,8 +149,8 @@ func TestFleetLocalUnderTheSeriesBudget(t *testing.T) {
 		fl.scopes[n] = "local"
 	}
 	fl.scopes["crm"] = "fleet"
-	// Room for three breakers (21 series each) and two fleet rows.
-	cfg := telemetry.Config{Registerer: prometheus.NewPedanticRegistry(), MaxSeries: 3*21 + 2, Fleet: fl}
+	// Room for three breakers (22 series each) and two fleet rows.
+	cfg := telemetry.Config{Registerer: prometheus.NewPedanticRegistry(), MaxSeries: 3*22 + 2, Fleet: fl}
 	tel := telemetry.MustNew(cfg)
 	reg := cfg.Registerer.(*prometheus.Registry)
 	tel.Watch(newFleetBreakers(hostile...))

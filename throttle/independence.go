@@ -70,9 +70,9 @@ func (t *Throttle) hold(e int64) {
 // seen.
 func (t *Throttle) kFor() float64 {
 	if s := math.Float64frombits(t.ind.share.Load()); s > 0 {
-		return t.k / s
+		return t.kNow() / s
 	}
-	return t.k
+	return t.kNow()
 }
 
 // evaluate updates the estimate from the window that ends in epoch e, once per epoch.
@@ -89,7 +89,7 @@ func (t *Throttle) evaluate(e int64) {
 		held = req
 	}
 	sent := req - held
-	if sent < max(t.minReq/2, 1) {
+	if sent < max(t.minReq.Load()/2, 1) {
 		return // too few sent calls to tell anything either way
 	}
 	if acc == 0 {
@@ -107,7 +107,7 @@ func (t *Throttle) evaluate(e int64) {
 		// tells nothing) and enough calls to tell; until it has, it goes on a bucket at a
 		// time, up to three windows in all. Then the estimate is kept if the accept
 		// ratio did not fall, and otherwise undone, leaving the SRE rule as it was.
-		enough := sent >= max(2*t.minReq, trialCalls)
+		enough := sent >= max(2*t.minReq.Load(), trialCalls)
 		more := float64(sent) >= trialMore*float64(t.ind.trialSent.Load())
 		if (!enough || !more) && e < end+2*buckets {
 			return
@@ -120,7 +120,7 @@ func (t *Throttle) evaluate(e int64) {
 		}
 		return
 	}
-	if s > 0 && lowerBound(acc, sent)*t.k >= 1 {
+	if s > 0 && lowerBound(acc, sent)*t.kNow() >= 1 {
 		t.forget() // the plain rule would shed nothing: recovered
 		return
 	}
@@ -137,9 +137,9 @@ func (t *Throttle) evaluate(e int64) {
 		return
 	}
 	t.resetRun()
-	target := 1 / t.k
+	target := 1 / t.kNow()
 	if s > 0 {
-		target = s / t.k
+		target = s / t.kNow()
 	}
 	if float64(runAcc) >= saturatedBelow*target*float64(runSent) {
 		return // shedding holds the accept ratio at the target

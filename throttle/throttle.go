@@ -62,8 +62,8 @@ type Throttle struct {
 	win  window
 
 	name   string
-	k      float64
-	minReq uint64
+	k      atomic.Uint64 // math.Float64bits of K; SetConfig changes it
+	minReq atomic.Uint64 // MinRequests; SetConfig changes it
 	clk    clock.Clock
 	epoch  time.Time
 	rand   func() uint64
@@ -83,7 +83,9 @@ func New(cfg Config) (*Throttle, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Throttle{name: c.Name, k: c.K, minReq: uint64(c.MinRequests), clk: c.Clock, rand: c.Rand}
+	t := &Throttle{name: c.Name, clk: c.Clock, rand: c.Rand}
+	t.k.Store(math.Float64bits(c.K))
+	t.minReq.Store(uint64(c.MinRequests))
 	t.win.width = int64(c.Window) / int64(c.Buckets)
 	t.win.slots = make([]atomic.Uint64, c.Buckets)
 	t.ind.held.width = t.win.width
@@ -94,6 +96,28 @@ func New(cfg Config) (*Throttle, error) {
 		t.epoch = t.clk.Now()
 	}
 	return t, nil
+}
+
+// kNow is K in force.
+func (t *Throttle) kNow() float64 { return math.Float64frombits(t.k.Load()) }
+
+// SetConfig changes K and MinRequests of a running throttle, or returns a
+// *ConfigError naming the first invalid field and changes nothing. The window keeps
+// its counts, so Window and Buckets must stay what they are (zero fields take the
+// defaults, as in New); Name, Clock and Rand are not read.
+func (t *Throttle) SetConfig(cfg Config) error {
+	c := cfg.WithDefaults()
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if n := len(t.win.slots); c.Buckets != n || int64(c.Window)/int64(n) != t.win.width {
+		w := time.Duration(t.win.width) * time.Duration(n)
+		return &ConfigError{Package: "throttle", Field: "Window", Value: c.Window,
+			Problem: fmt.Sprintf("and Buckets cannot change while the throttle runs (it has %s in %d buckets)", w, n)}
+	}
+	t.k.Store(math.Float64bits(c.K))
+	t.minReq.Store(uint64(c.MinRequests))
+	return nil
 }
 
 // MustNew is New for configurations known to be valid; it panics on error.
@@ -275,7 +299,7 @@ func (t *Throttle) countAt(e int64, slot int, accepted bool) {
 // race; the later store wins, and the next recomputation corrects a stale one.
 func (t *Throttle) recompute(e int64) float64 {
 	req, acc := t.sums(e)
-	p := shedShare(req, acc, t.kFor(), t.minReq)
+	p := shedShare(req, acc, t.kFor(), t.minReq.Load())
 	t.prob.Store(math.Float64bits(p))
 	t.at.Store(e)
 	return p

@@ -133,6 +133,7 @@ func (d *Document) policyOf(fp Policy, where string) breaker.Policy {
 		Jitter:                fp.Jitter,
 		HalfOpenProbes:        fp.HalfOpenProbes,
 		Version:               fp.Version,
+		Shadow:                fp.Shadow,
 	}
 	if fp.SlowCallThreshold == Off {
 		p.SlowCallThreshold = -1 // off, and not inherited

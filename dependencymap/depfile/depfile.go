@@ -91,6 +91,8 @@ type Policy struct {
 	ProbeLease            string  `json:"probe_lease" yaml:"probe_lease"`
 	MaxRetryAfter         string  `json:"max_retry_after" yaml:"max_retry_after"`
 	Version               string  `json:"version" yaml:"version"`
+	// Shadow runs the dependency's controls without enforcing them (breaker.Policy.Shadow).
+	Shadow bool `json:"shadow" yaml:"shadow"`
 }
 
 // Load reads a configuration file, YAML (.yaml, .yml) or JSON (.json), and checks it

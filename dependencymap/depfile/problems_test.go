@@ -54,7 +54,7 @@ dependencies:
 		`line 7, column 7: dependencies.enrich.policy.failure_rate_threshold = 7: must be in (0, 1]`,
 		`line 8, column 7: dependencies.enrich.policy.window = "soon": want a positive duration such as "30s"`,
 		`line 9, column 7: dependencies.enrich.policy.half_open_probes = 500: must be between 1 and 100`,
-		`line 10, column 7: dependencies.enrich.policy.polcy: unknown key in dependencies.enrich.policy; the keys are failure_rate_threshold, minimum_calls, window, buckets, window_calls, slow_call_threshold, slow_call_rate_threshold, cooldown, cooldown_multiplier, max_cooldown, jitter, half_open_probes, probe_lease, max_retry_after, version`,
+		`line 10, column 7: dependencies.enrich.policy.polcy: unknown key in dependencies.enrich.policy; the keys are failure_rate_threshold, minimum_calls, window, buckets, window_calls, slow_call_threshold, slow_call_rate_threshold, cooldown, cooldown_multiplier, max_cooldown, jitter, half_open_probes, probe_lease, max_retry_after, version, shadow`,
 	}, problemStrings(d))
 	_, err := d.Config()
 	var fe *depfile.Error

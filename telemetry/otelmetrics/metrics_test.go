@@ -48,6 +48,7 @@ var allInstruments = map[string]string{
 	"agentbreaker.breaker.probes":              "{probe}",
 	"agentbreaker.breaker.probe_results":       "{probe}",
 	"agentbreaker.breaker.cooldown_extensions": "{extension}",
+	"agentbreaker.policy.info":                 "{policy}",
 	"agentbreaker.journal.pending_intents":     "{intent}",
 	"agentbreaker.journal.oldest_pending_age":  "s",
 	"agentbreaker.model.fallback_ratio":        "1",
@@ -124,6 +125,7 @@ func TestEveryInstrumentIsCollected(t *testing.T) {
 	require.Equal(t, 60.0, c.points(t, "agentbreaker.breaker.open")["dependency=billing"], "open for the minute before the probe")
 	require.Equal(t, 0.0, c.points(t, "agentbreaker.breaker.open_duration")["dependency=billing"])
 	require.Equal(t, 1.0, c.points(t, "agentbreaker.breaker.window.calls")["dependency=crm"])
+	require.Equal(t, 1.0, c.points(t, "agentbreaker.policy.info")["dependency=crm,version="], "the policy version in force")
 	require.Equal(t, map[string]float64{"": 1}, c.points(t, "agentbreaker.journal.pending_intents"))
 	require.Equal(t, map[string]float64{"": 120}, c.points(t, "agentbreaker.journal.oldest_pending_age"), "written a minute before the start, read a minute after")
 	require.Equal(t, map[string]float64{"": 0.1}, c.points(t, "agentbreaker.model.fallback_ratio"))

@@ -55,6 +55,7 @@ func (e *events) count(k callbacks.EventKind, control string) int {
 type rig struct {
 	clk  *clock.Fake
 	deps *dependencymap.Map
+	cfg  dependencymap.Config
 	srv  *breakertest.Server
 	h    *breakertest.Harness
 	reg  *prometheus.Registry
@@ -66,8 +67,9 @@ func newRig(t *testing.T, p breaker.Policy) *rig {
 	t.Helper()
 	r := &rig{clk: clock.NewFake(time.Date(2026, 12, 8, 9, 0, 0, 0, time.UTC)), srv: breakertest.NewServer(t),
 		reg: prometheus.NewRegistry(), ev: &events{}, logs: &bytes.Buffer{}}
-	r.deps = dependencymap.MustNew(dependencymap.Config{Clock: r.clk,
-		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}, Policy: p}}})
+	r.cfg = dependencymap.Config{Clock: r.clk,
+		Dependencies: map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}, Policy: p}}}
+	r.deps = dependencymap.MustNew(r.cfg)
 	tel := telemetry.MustNew(telemetry.Config{Registerer: r.reg})
 	tel.Wire(telemetry.Parts{Dependencies: r.deps})
 	lookup, err := breakertest.NewHTTPTool(breakertest.HTTPToolConfig{Name: "lookup_customer", URL: r.srv.URL})
@@ -152,7 +154,8 @@ func sum(t *testing.T, reg *prometheus.Registry, name string, labels map[string]
 // policy. The breaker trips as an enforcing one would, yet every turn's call reaches
 // the server and the model hears the server's own answer; each call the open breaker
 // would have refused is a would_refuse Event, record and count, and none is a
-// short-circuit.
+// short-circuit. Switched to enforcing while it runs, the breaker stays open and
+// refuses the next call.
 func TestShadowSendsEveryCallAndSaysWhatItWouldHaveRefused(t *testing.T) {
 	t.Parallel()
 	p := policy
@@ -177,6 +180,16 @@ func TestShadowSendsEveryCallAndSaysWhatItWouldHaveRefused(t *testing.T) {
 	require.EqualValues(t, policy.MinimumCalls, b.Snapshot().Window.Calls,
 		"the calls the breaker would have refused are not in its window")
 
+	// Enforcing from here on, changed while the agent runs, keeps the state: the open
+	// breaker refuses the next call.
+	enforce := r.cfg
+	enforce.Dependencies = map[string]dependencymap.Dependency{"crm": {Tools: []string{"lookup_customer"}, Policy: policy}}
+	require.NoError(t, r.deps.Apply(enforce))
+	require.False(t, b.Shadow())
+	require.Equal(t, breaker.Open, b.State())
+	require.Contains(t, r.turn(t), "unavailable")
+	require.EqualValues(t, turns, r.srv.Requests(), "the enforcing breaker sent nothing")
+	require.Equal(t, 1, r.ev.count(callbacks.EventShortCircuit, ""))
 }
 
 // TestShadowHoldIsRecordedNotEnforced: a 429 with Retry-After holds an enforcing

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbreaker/agentbreaker/breaker"
+	"github.com/agentbreaker/agentbreaker/telemetry/internal/bound"
 )
 
 // Probe results and sources, the values of the result and source labels.
@@ -249,12 +250,18 @@ func observeReadings(o Observer, name string, states func(breaker.State) float64
 // come and go would not be a counter.
 func collectOther(o Observer, r depRecord, folded []*breaker.Breaker, now time.Time) {
 	states := make(map[breaker.State]int)
+	version := "" // the folded breakers' policy version, or "mixed" when they differ
 	var expired, inFlight int64
 	var w breaker.Counts
 	var longest, wait time.Duration
-	for _, b := range folded {
+	for i, b := range folded {
 		sn := b.Snapshot()
 		states[sn.State]++
+		if i == 0 {
+			version = sn.PolicyVersion
+		} else if sn.PolicyVersion != version {
+			version = "mixed"
+		}
 		expired += sn.ExpiredProbes
 		w.Calls += sn.Window.Calls
 		w.Failures += sn.Window.Failures
@@ -266,6 +273,9 @@ func collectOther(o Observer, r depRecord, folded []*breaker.Breaker, now time.T
 		}
 	}
 	observeCounts(o, Other, r, expired)
+	if len(folded) > 0 {
+		o.Observe(PolicyInfo, 1, Other, bound.Sanitize(version))
+	}
 	observeReadings(o, Other, func(st breaker.State) float64 { return float64(states[st]) }, longest, wait, w, inFlight)
 }
 
@@ -296,6 +306,7 @@ func collectOne(o Observer, name string, r depRecord, snap *breaker.Snapshot, no
 	if snap == nil {
 		return // no breaker to read: only what events told us
 	}
+	o.Observe(PolicyInfo, 1, name, bound.Sanitize(snap.PolicyVersion))
 	state := snap.State
 	observeReadings(o, name, func(st breaker.State) float64 {
 		if st == state {

@@ -43,9 +43,10 @@ func familyNames() []string {
 const (
 	// breakerSeries is how many series one breaker exports: 5 state, 8 single gauges
 	// and counters (open duration, open seconds, retry-after, three window counts,
-	// probes in flight, cooldown extensions), the 5 automatic transitions and 3 probe
-	// results. Transitions it does not make by itself cost one more each.
-	breakerSeries = 5 + 8 + 5 + 3
+	// probes in flight, cooldown extensions), the 5 automatic transitions, 3 probe
+	// results and its policy version. Transitions it does not make by itself cost one
+	// more each.
+	breakerSeries = 5 + 8 + 5 + 3 + 1
 	// maxOtherTransitions bounds the transitions of the "other" breaker row beyond
 	// the automatic ones: every (from, to, cause) of 5 states and 7 causes.
 	maxOtherTransitions = 5*5*7 - 5

@@ -42,6 +42,7 @@ const (
 	Probes
 	ProbeResults
 	CooldownExtensions
+	PolicyInfo
 	JournalPending
 	JournalOldestAge
 	FallbackRatio
@@ -203,6 +204,10 @@ var Rows = [NumIDs]Row{
 		Labels: dep, Appears: perBreaker,
 		Help: "Times an open breaker's reopen time moved later because the dependency asked for a longer pause (Retry-After, RetryInfo).",
 		Doc:  "reopen time moved later by Retry-After / RetryInfo (not a transition)", Series: 1, Per: perB},
+	PolicyInfo: {Prom: "agentbreaker_policy_info", Name: "agentbreaker.policy.info", Unit: "{policy}", Kind: Gauge,
+		Labels: []string{"dependency", "version"}, Appears: perBreaker,
+		Help: "1, labelled with the policy version the breaker runs now (breaker.Policy.Version); the series of the previous version goes when the policy changes.",
+		Doc:  "1 with the policy version in force as `version`; a live policy change (Map.Apply, depfile.Watch, the admin API) replaces the series; for `other`, the folded breakers' version or `mixed`", Series: 1, Per: perB},
 	JournalPending: {Prom: "agentbreaker_journal_pending_intents", Name: "agentbreaker.journal.pending_intents", Unit: "{intent}", Kind: Gauge,
 		Appears: onJournal, Help: "Journal intents whose outcome is unknown and that await reconciliation.",
 		Doc: "journal intents awaiting reconciliation", Series: 1},
