@@ -142,12 +142,11 @@ func newReplica(ctx context.Context, env *replicaEnv, id int) (*replica, error) 
 	client := &http.Client{Timeout: 4 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	lookup := httpTool("lookup_order", "Looks an order up.", client, http.MethodGet, env.addrs.Orders+"/lookup")
 	// The mutating tool's client sends the operation's key through httptransport, as
-	// docs/side-effects.md shows. Its connections are not reused: on a reused one,
-	// net/http resends a request that carries an Idempotency-Key header when the answer
-	// is lost (TestHTTPTransportSendsAMutationOnce, a bug the soak found); drop
-	// DisableKeepAlives once httptransport stops that resend.
+	// docs/side-effects.md shows, over reused connections: net/http no longer resends a
+	// keyed request whose answer was lost (httptransport's
+	// TestMutationIsNotResentByNetHTTP, a bug the soak found).
 	mutating := &http.Client{Timeout: 4 * time.Second, Transport: httptransport.MustNew(httptransport.Config{
-		Base: &http.Transport{DisableKeepAlives: true}})}
+		Base: &http.Transport{MaxIdleConnsPerHost: 16}})}
 	place := r.cb.MustWithIdempotencyKey(httpTool("place_order", "Places an order.", mutating, http.MethodPost, env.addrs.Orders+"/orders"))
 	stock := httpTool("check_stock", "Checks the stock of an item.", client, http.MethodGet, env.addrs.Stock+"/stock")
 
