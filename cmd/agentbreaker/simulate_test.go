@@ -20,7 +20,8 @@ func scenarioKeys() []string {
 	var keys []string
 	for _, typ := range []reflect.Type{reflect.TypeFor[sim.Scenario](), reflect.TypeFor[depfile.Policy]()} {
 		for i := range typ.NumField() {
-			if key, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ","); key != "policy" {
+			// shadow: a scenario refuses it (the simulator runs policies that act).
+			if key, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ","); key != "policy" && key != "shadow" {
 				keys = append(keys, key)
 			}
 		}

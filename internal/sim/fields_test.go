@@ -139,6 +139,14 @@ func TestEveryKeyChangesTheRun(t *testing.T) {
 	}
 	for _, key := range fileKeys() {
 		t.Run(key, func(t *testing.T) {
+			if key == "policy.shadow" {
+				// Refused, never ignored: a scenario runs policies that act.
+				_, err := ParseScenario([]byte(scenarioYAML(quick, map[string]string{key: "true"})))
+				if err == nil || !strings.Contains(err.Error(), "policy.shadow") {
+					t.Fatalf("a scenario with policy.shadow: true gave %v, want an error naming policy.shadow", err)
+				}
+				return
+			}
 			tt, ok := tests[key]
 			if !ok {
 				t.Fatalf("no change listed for the key %s: add one that changes the run, or the key takes no effect", key)

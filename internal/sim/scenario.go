@@ -226,6 +226,11 @@ func (s Scenario) Validate() error {
 	if err := s.checkStrategies(); err != nil {
 		return err
 	}
+	if s.Policy.Shadow {
+		// The simulator measures what a policy does when it acts; shadow mode is for a
+		// running agent, to record what its controls would refuse.
+		return badField("policy.shadow", true, "the simulator runs policies that act; shadow mode is for a running agent")
+	}
 	p, err := s.UserPolicy()
 	if err != nil {
 		return err
