@@ -123,7 +123,10 @@ func TestFileAndAdminChangesWhileTheAgentRuns(t *testing.T) {
 	}()
 	defer func() { cancel(); <-watched }()
 	tick <- struct{}{} // Watch has taken v1 as the file in force
-	require.NoError(t, os.WriteFile(path, []byte(file("v2")), 0o600))
+	// Written whole (a temporary file renamed over it), as deployment tools write: a
+	// check running now must not read it half written, which it would refuse.
+	require.NoError(t, os.WriteFile(path+".new", []byte(file("v2")), 0o600))
+	require.NoError(t, os.Rename(path+".new", path))
 	var err error
 	select {
 	case tick <- struct{}{}: // the next check sees the change

@@ -184,11 +184,15 @@ func TestOwnClientResendRefused(t *testing.T) {
 					t.Fatalf("turn %d: final text %q (error %q), want the fallback's", i, got, turnError(tr))
 				}
 			}
-			if got := srv.count(); got != turns {
-				t.Errorf("the primary received %d requests over %d turns, want one per admitted attempt", got, turns)
+			attempts := turns
+			if failure.Status == http.StatusTooManyRequests {
+				attempts = 1 // the stated delay holds the route after the first answer (the call path's hold)
 			}
-			if got := f.Stats().RefusedRetries; got != 2*turns {
-				t.Errorf("Stats().RefusedRetries = %d, want %d (two re-sends refused per attempt)", got, 2*turns)
+			if got := srv.count(); got != attempts {
+				t.Errorf("the primary received %d requests over %d turns, want one per admitted attempt (%d)", got, turns, attempts)
+			}
+			if got := f.Stats().RefusedRetries; got != uint64(2*attempts) {
+				t.Errorf("Stats().RefusedRetries = %d, want %d (two re-sends refused per attempt)", got, 2*attempts)
 			}
 		})
 	}

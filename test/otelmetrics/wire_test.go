@@ -58,6 +58,11 @@ func (f fanCalls) CallOutcome(ctx context.Context, c observe.Call) {
 		o.CallOutcome(ctx, c)
 	}
 }
+func (f fanCalls) WouldRefuse(ctx context.Context, dep, control string) {
+	for _, o := range f {
+		o.(observe.Shadow).WouldRefuse(ctx, dep, control)
+	}
+}
 func (f fanCalls) BulkheadRejected(ctx context.Context, dep string) {
 	for _, o := range f {
 		o.BulkheadRejected(ctx, dep)
@@ -228,6 +233,14 @@ func TestOneWireExportsEveryFamily(t *testing.T) {
 
 	a.failOver(t)
 	a.exhaust(t)
+	// Shadow mode: the crm breaker, opened again and put in shadow mode while the agent
+	// runs, lets the next call through and says it would have refused it.
+	server.Set(breakertest.Status(http.StatusServiceUnavailable))
+	crm.ForceOpen("shadow test")
+	p2 := crm.Policy()
+	p2.Shadow = true
+	require.NoError(t, crm.SetPolicy(p2))
+	turn()
 
 	prom, otel := families(t, b.prom), families(t, b.otel.reg)
 	for _, name := range want {
