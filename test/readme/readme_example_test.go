@@ -168,8 +168,7 @@ func pluginWithJournal(deps *dependencymap.Map, r *retry.Retrier, j *journal.Jou
 		Dependencies: deps,
 		SideEffects: callbacks.SideEffects{
 			MutatingTools: []string{"charge_card"}, // side effects: UNKNOWN is never replayed
-			Retry:         r,                       // the model's identical re-issues are the same operation
-			Journal:       j,                       // UNKNOWN outcomes settled through its status lookups
+			Journal:       j,                       // intents first; UNKNOWN settled through its status lookups
 		},
 	})
 	charge := guard.MustWithIdempotencyKey(chargeTool) // its HTTP client sends the operation's key
