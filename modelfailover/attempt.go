@@ -91,6 +91,7 @@ func (f *Failover) attempt(ctx context.Context, r *route, p *callpath.Call, req 
 	// failed ends the attempt on a failure: another route is tried when nothing
 	// was passed on and the route is to blame, else the error goes to the caller.
 	failed := func(c classify.Classification, err error) bool {
+		f.checkTransport(ctx, r, c, rec)
 		f.report(ctx, r, p, c)
 		f.log.LogAttrs(ctx, slog.LevelDebug, "model failover: attempt failed",
 			slog.String("route", r.Name), slog.String("class", string(c.Class)),

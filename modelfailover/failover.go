@@ -104,6 +104,7 @@ type route struct {
 	b        *breaker.Breaker
 	lim      *adaptivelimit.Limiter   // the endpoint's adaptive limit, or nil
 	lastFail atomic.Pointer[failInfo] // the last failure reported to b by this Failover
+	untapped atomic.Bool              // warned once: its model's client has no NewTransport
 }
 
 func (r *route) endpoint() Endpoint {

@@ -15,9 +15,11 @@ import (
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
+	"github.com/agentbreaker/agentbreaker/breakertest/geminifake"
 	"github.com/agentbreaker/agentbreaker/classify"
 	"github.com/agentbreaker/agentbreaker/internal/testwait"
 	"github.com/agentbreaker/agentbreaker/modelfailover"
+	"google.golang.org/adk/v2/model/gemini"
 )
 
 // resender is a model.LLM over a client of its own that re-sends a failed
@@ -188,4 +190,29 @@ func TestAnAttemptTimeoutKeepsTheStatedDelay(t *testing.T) {
 	br, err := h.deps.ForModel("sleeper", "r")
 	require.NoError(t, err)
 	require.Equal(t, 40*time.Second, br.RetryAfter())
+}
+
+// TestARouteWithoutTheTransportIsNamedOnce (issue 48): a route whose model client was
+// built without NewTransport still fails over, and the Failover says once, at WARN,
+// which call is missing: without it a stated delay never reaches the breaker.
+func TestARouteWithoutTheTransportIsNamedOnce(t *testing.T) {
+	a, b := twoRegions(t)
+	bare, err := gemini.NewModel(t.Context(), a.model, a.server.ClientConfig(nil))
+	require.NoError(t, err)
+	h := newHarness(t, harnessConfig{regions: []*region{a, b},
+		routes: []modelfailover.Route{{Model: a.model, Region: a.name, LLM: bare}, b.route()}})
+	a.fail(t, geminifake.Failure{Code: 503})
+	for range 3 {
+		res := h.turn(t.Context(), newSession(), false)
+		require.NoError(t, res.err)
+		require.Equal(t, []string{"answer from " + b.name}, res.finals)
+	}
+	var named int
+	for _, r := range h.logs.records(t, "WARN") {
+		if strings.Contains(r["msg"].(string), "modelfailover.NewTransport") {
+			named++
+			require.Equal(t, a.model+"@"+a.name, r["route"])
+		}
+	}
+	require.Equal(t, 1, named, "one warning names the missing call")
 }

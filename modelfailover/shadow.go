@@ -38,3 +38,16 @@ func (f *Failover) wouldFailOver(ctx context.Context, r *route, class classify.C
 		slog.String("route", r.Name), slog.String("dependency", r.key), slog.String("error_class", string(class)),
 		slog.String("request_id", requestID(ctx)))
 }
+
+// checkTransport warns once per route whose model answered an HTTP status that no
+// transport of this Failover saw: its client was built without NewTransport, so a
+// stated delay (Retry-After) is lost and its SDK may retry inside an attempt. It is
+// the one call the Failover cannot make for the user.
+func (f *Failover) checkTransport(ctx context.Context, r *route, c classify.Classification, rec *recorder) {
+	if c.StatusCode == 0 || rec.seen() || !r.untapped.CompareAndSwap(false, true) {
+		return
+	}
+	f.log.LogAttrs(ctx, slog.LevelWarn, "model failover: the route's model client does not use modelfailover.NewTransport; "+
+		"wrap its HTTP client with it so that stated delays reach the breaker and each attempt sends one request",
+		slog.String("route", r.Name), slog.Int("status", c.StatusCode))
+}

@@ -145,6 +145,13 @@ func (r *recorder) recordBody(b bodyEvidence) {
 	r.mu.Unlock()
 }
 
+// seen reports whether a transport saw a send of the attempt.
+func (r *recorder) seen() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sends > 0 || r.status != 0
+}
+
 func (r *recorder) get() (int, http.Header, bodyEvidence) {
 	if r == nil {
 		return 0, nil, bodyEvidence{}
