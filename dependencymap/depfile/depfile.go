@@ -92,6 +92,9 @@ type Policy struct {
 	MaxRetryAfter         string  `json:"max_retry_after" yaml:"max_retry_after"`
 	Version               string  `json:"version" yaml:"version"`
 	// Shadow runs the dependency's controls without enforcing them (breaker.Policy.Shadow).
+	// Set in the default, it puts every dependency in shadow mode, and a dependency's
+	// own "shadow: false" cannot take it out (false is the unset value): to shadow
+	// some dependencies only, set it on each of them.
 	Shadow bool `json:"shadow" yaml:"shadow"`
 }
 
